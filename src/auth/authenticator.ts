@@ -1,0 +1,70 @@
+/**
+ * @module auth/authenticator
+ * Headers → OperationContext, the same for every HTTP-based face (RPC, WebSocket, MCP HTTP).
+ * WIRE.md "Identity": identity headers select the acting subject only where the credential
+ * allows it; without auth they are taken as given.
+ */
+import { AccessDeniedError, PermissionDeniedError } from '../core/errors.js';
+import { type OperationContext, DEFAULT_TENANT, anonymousContext, parseSubject } from '../core/context.js';
+import type { AuthProvider } from './types.js';
+
+export interface CredentialHeaders {
+  authorization?: string | undefined;
+  'x-api-key'?: string | undefined;
+  'x-svc-subject'?: string | undefined;
+  'x-svc-tenant-id'?: string | undefined;
+}
+
+export class Authenticator {
+  constructor(private readonly provider: AuthProvider | undefined) {}
+
+  get enabled(): boolean {
+    return this.provider !== undefined;
+  }
+
+  /** Resolve the caller; -32003 when auth is on and the credential is missing, malformed or wrong. */
+  async resolve(headers: CredentialHeaders, source: string): Promise<OperationContext> {
+    const subjectHeader = headers['x-svc-subject'];
+    const subject = subjectHeader ? parseSubject(subjectHeader) : undefined;
+    if (subjectHeader && !subject) {
+      throw new PermissionDeniedError(`Malformed X-Svc-Subject header: expected <type>:<id>`);
+    }
+    const tenantHeader = headers['x-svc-tenant-id'] || undefined;
+    if (!this.provider) return anonymousContext(source, subject, tenantHeader);
+
+    const token = bearerToken(headers);
+    const result = await this.provider.authenticate(token);
+    if (!result.authenticated) throw new AccessDeniedError('Invalid or expired token');
+    const own = { type: result.subject_type, id: result.subject_id ?? result.user_id ?? 'unknown' };
+    // Only an admin may act as someone else (the user-key-as-own-agent rule arrives with identity).
+    if (subject && !result.is_admin && (subject.type !== own.type || subject.id !== own.id)) {
+      throw new PermissionDeniedError(`Credential may not act as ${subject.type}:${subject.id}`);
+    }
+    const acting = subject ?? own;
+    return Object.freeze({
+      authenticated: true,
+      subjectType: acting.type,
+      subjectId: acting.id,
+      tenantId: (result.is_admin ? tenantHeader : undefined) ?? result.tenant_id ?? DEFAULT_TENANT,
+      isAdmin: result.is_admin,
+      source: `${source}:${this.provider.name}`,
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.provider?.close();
+  }
+}
+
+/** The bearer token of a request; -32003 when missing or malformed. `X-API-Key` is accepted too. */
+function bearerToken(headers: CredentialHeaders): string {
+  const auth = headers.authorization;
+  if (auth !== undefined) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    if (!m) throw new AccessDeniedError('Invalid or expired token: malformed Authorization header');
+    return m[1]!;
+  }
+  const key = headers['x-api-key'];
+  if (key) return key;
+  throw new AccessDeniedError('Invalid or expired token: missing Authorization header');
+}

@@ -1,0 +1,83 @@
+/**
+ * @module fs/records
+ * What the fs service keeps in the metadata store, and how keys are laid out.
+ *
+ * Entries are keyed `parent + "\0" + name` so the direct children of a directory are one
+ * contiguous range and a whole subtree is two ranges (the directory's own children, then every
+ * key whose parent starts with `dir/`). NUL never appears in a valid path (core/paths).
+ */
+import { parentOf, baseName } from '../core/paths.js';
+
+export const SEP = '\u0000';
+
+interface EntryBase {
+  /** ms since epoch */
+  created: number;
+  modified: number;
+  /** POSIX mode bits without the type (0o644 / 0o755 by default), for the FUSE face. */
+  mode?: number;
+  uid?: number;
+  gid?: number;
+}
+
+export interface FileRecord extends EntryBase {
+  kind: 'file';
+  version: number;
+  etag: string;
+  size: number;
+  /** Chunk hashes in order; their concatenation is the content. */
+  chunks: string[];
+  contentType: string;
+}
+
+export interface DirRecord extends EntryBase {
+  kind: 'dir';
+}
+
+export type EntryRecord = FileRecord | DirRecord;
+
+/** One row per version of a file; version rows own the chunk references. */
+export interface VersionRecord {
+  version: number;
+  etag: string;
+  size: number;
+  chunks: string[];
+  modified: number;
+  contentType: string;
+  /** How the version came about: `write`, or `rollback` of version N. */
+  source: string;
+}
+
+export function entryKey(path: string): string {
+  return parentOf(path) + SEP + baseName(path);
+}
+
+/** Path of an entry key. */
+export function keyPath(key: string): string {
+  const i = key.indexOf(SEP);
+  const parent = key.slice(0, i);
+  return (parent === '/' ? '' : parent) + '/' + key.slice(i + 1);
+}
+
+/** Key range of the direct children of `dir`. */
+export function childrenRange(dir: string): { start: string; end: string } {
+  return { start: dir + SEP, end: dir + '\u0001' };
+}
+
+/** Key ranges covering every entry below `dir` (children, grandchildren, …), in key order. */
+export function subtreeRanges(dir: string): { start: string; end: string }[] {
+  // Every key starts with its parent path; '/' + 1 === '0', so parents starting with `dir/` sort
+  // in [dir/, dir0). For the root, that is every key.
+  if (dir === '/') return [{ start: '/', end: '0' }];
+  return [childrenRange(dir), { start: dir + '/', end: dir + '0' }];
+}
+
+const VERSION_DIGITS = 10;
+
+export function versionKey(path: string, version: number): string {
+  return path + SEP + String(version).padStart(VERSION_DIGITS, '0');
+}
+
+export function versionsRange(path: string): { start: string; end: string } {
+  return { start: path + SEP, end: path + '\u0001' };
+}

@@ -1,0 +1,607 @@
+/**
+ * @module fs/service
+ * The one write path of the file tree (spec §4.3, §4.4, §4.12). Every face — RPC, WebSocket,
+ * FUSE, MCP, workspace restore, rollback — goes through this service, so versions, chunk
+ * references and change events are the same whoever writes.
+ *
+ * Invariants:
+ * - every file has at least one version row; version rows own the chunk references;
+ * - a directory exists as an entry before anything is stored below it (writes create parents);
+ * - a transaction callback does all its checks before its first write, so a refused request
+ *   leaves no trace (lmdb-js commits whatever a callback wrote before it threw).
+ */
+import { createHash } from 'node:crypto';
+import mime from 'mime-types';
+import picomatch from 'picomatch';
+import { createTwoFilesPatch } from 'diff';
+import type { BlobStore, MetadataStore, Table } from '../store/types.js';
+import type { EventBus, ChangeEvent } from '../core/events.js';
+import {
+  normalizePath, normalizeFilePath, parentOf, ancestorsOf, baseName, isWithin, relativeTo,
+} from '../core/paths.js';
+import {
+  ConflictError, ExistsError, InvalidParamsError, InvalidPathError, NotFoundError, ValidationError,
+} from '../core/errors.js';
+import {
+  type DirRecord, type EntryRecord, type FileRecord, type VersionRecord,
+  entryKey, keyPath, childrenRange, subtreeRanges, versionKey, versionsRange,
+} from './records.js';
+
+/** Content is split into chunks of this size; each is stored once, keyed by its SHA-256. */
+export const CHUNK_SIZE = 1024 * 1024;
+
+export interface WriteOptions {
+  ifMatch?: string | undefined;
+  ifNoneMatch?: boolean | undefined;
+  force?: boolean | undefined;
+}
+
+export interface WriteResult {
+  etag: string;
+  version: number;
+  size: number;
+  modified_at: Date;
+}
+
+export interface FileMetadata {
+  path: string;
+  size: number;
+  etag: string | null;
+  version: number | null;
+  created_at: Date;
+  modified_at: Date;
+  content_type: string;
+  is_directory: boolean;
+}
+
+export interface ListEntry {
+  path: string;
+  is_directory: boolean;
+  size: number;
+  etag?: string;
+  version?: number;
+  content_type?: string;
+  created_at: Date;
+  modified_at: Date;
+}
+
+export interface GrepMatch {
+  file: string;
+  line: number;
+  content: string;
+  match: string;
+}
+
+export interface VersionEntry {
+  version: number;
+  etag: string;
+  size: number;
+  modified_at: Date;
+  content_type: string;
+  source: string;
+}
+
+const sha256 = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
+
+// mime-types knows .ts as MPEG transport stream; in a file tree it is code far more often.
+const TEXT_OVERRIDES: Record<string, string> = { ts: 'text/x-typescript', tsx: 'text/x-typescript' };
+
+function contentTypeOf(path: string): string {
+  const ext = baseName(path).split('.').pop()?.toLowerCase() ?? '';
+  return TEXT_OVERRIDES[ext] ?? (mime.lookup(path) || 'application/octet-stream');
+}
+
+const notADirectory = (path: string) => new ValidationError(`Not a directory: ${path}`, { path, errno: 'ENOTDIR' });
+const isADirectory = (path: string) => new ValidationError(`Is a directory: ${path}`, { path, errno: 'EISDIR' });
+const fileNotFound = (path: string) => new NotFoundError(`File not found: ${path}`, { path });
+
+/** The file tree over a metadata store and a chunk store. */
+export class FsService {
+  readonly #store: MetadataStore;
+  readonly #blobs: BlobStore;
+  readonly #events: EventBus;
+  readonly #entries: Table<EntryRecord>;
+  readonly #versions: Table<VersionRecord>;
+  readonly #refs: Table<number>;
+
+  constructor(deps: { store: MetadataStore; blobs: BlobStore; events: EventBus }) {
+    this.#store = deps.store;
+    this.#blobs = deps.blobs;
+    this.#events = deps.events;
+    this.#entries = deps.store.table<EntryRecord>('entries');
+    this.#versions = deps.store.table<VersionRecord>('versions');
+    this.#refs = deps.store.table<number>('refs');
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** The record at a normalised path, or undefined. The root is a directory that always exists. */
+  stat(path: string): EntryRecord | undefined {
+    if (path === '/') return ROOT;
+    return this.#entries.get(entryKey(path));
+  }
+
+  /** The file record at `path`; -32000 when absent, EISDIR when a directory. */
+  file(path: string): FileRecord {
+    const rec = this.stat(path);
+    if (!rec) throw fileNotFound(path);
+    if (rec.kind !== 'file') throw isADirectory(path);
+    return rec;
+  }
+
+  /** The chunks of a file or version, in order, one at a time. */
+  *chunks(rec: { chunks: string[] }): Generator<Buffer> {
+    for (const hash of rec.chunks) {
+      const data = this.#blobs.get(hash);
+      // A missing chunk is store corruption, not a client fault: it surfaces as -32603 / EIO.
+      if (!data) throw new Error(`chunk ${hash} missing from the blob store`);
+      yield data;
+    }
+  }
+
+  /** Whole content of a file or version. */
+  content(rec: { chunks: string[] }): Buffer {
+    if (rec.chunks.length === 1) return this.chunks(rec).next().value as Buffer;
+    return Buffer.concat([...this.chunks(rec)]);
+  }
+
+  read(path: string): { record: FileRecord; content: Buffer } {
+    const p = normalizeFilePath(path);
+    const record = this.file(p);
+    return { record, content: this.content(record) };
+  }
+
+  getMetadata(path: string): FileMetadata | null {
+    const p = normalizeFilePath(path);
+    const rec = this.stat(p);
+    return rec ? metadataOf(p, rec) : null;
+  }
+
+  exists(path: string): boolean {
+    return this.stat(normalizePath(path)) !== undefined;
+  }
+
+  isDirectory(path: string): boolean {
+    return this.stat(normalizePath(path))?.kind === 'dir';
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  async write(path: string, content: Uint8Array, opts: WriteOptions = {}): Promise<WriteResult> {
+    const p = normalizeFilePath(path);
+    const etag = sha256(content);
+    const pieces = splitChunks(content, etag);
+    const now = Date.now();
+    const result = await this.#store.transact(() => {
+      const existing = this.#entries.get(entryKey(p));
+      if (existing?.kind === 'dir') throw isADirectory(p);
+      const missingParents = this.#checkParents(p, true);
+      if (!opts.force) {
+        // spec §4.3: if_none_match is create-only; if_match is optimistic concurrency.
+        if (opts.ifNoneMatch && existing) throw new ExistsError(`File already exists: ${p}`, { path: p });
+        if (opts.ifMatch !== undefined) {
+          const current = existing?.etag;
+          if (current !== opts.ifMatch) {
+            throw new ConflictError(
+              current === undefined ? `Conflict: ${p} does not exist` : `Conflict: etag mismatch for ${p}`,
+              { path: p, expected_etag: opts.ifMatch, current_etag: current ?? null },
+            );
+          }
+        }
+      }
+      this.#createDirs(missingParents, now);
+      const version = (existing?.version ?? 0) + 1;
+      for (const piece of pieces) this.#ref(piece.hash, piece.data);
+      const contentType = contentTypeOf(p);
+      const chunks = pieces.map((c) => c.hash);
+      this.#versions.put(versionKey(p, version), {
+        version, etag, size: content.byteLength, chunks, modified: now, contentType, source: 'write',
+      });
+      this.#entries.put(entryKey(p), {
+        kind: 'file', version, etag, size: content.byteLength, chunks, contentType,
+        created: existing?.created ?? now, modified: now,
+        ...(existing?.mode !== undefined ? { mode: existing.mode, uid: existing.uid, gid: existing.gid } : {}),
+      });
+      return { created: missingParents, version };
+    });
+    this.#emitMkdirs(result.created, now);
+    this.#emit({ type: 'write', path: p, etag, version: result.version, at: iso(now) });
+    return { etag, version: result.version, size: content.byteLength, modified_at: new Date(now) };
+  }
+
+  async delete(path: string): Promise<void> {
+    const p = normalizeFilePath(path);
+    await this.#store.transact(() => {
+      const rec = this.#entries.get(entryKey(p));
+      if (!rec) throw fileNotFound(p);
+      if (rec.kind === 'dir') throw isADirectory(p);
+      this.#removeFile(p);
+    });
+    this.#emit({ type: 'delete', path: p, at: iso(Date.now()) });
+  }
+
+  async rename(oldPath: string, newPath: string): Promise<void> {
+    const from = normalizeFilePath(oldPath);
+    const to = normalizeFilePath(newPath);
+    if (from === to) {
+      if (!this.stat(from)) throw fileNotFound(from);
+      return;
+    }
+    if (isWithin(to, from)) {
+      throw new ValidationError(`Cannot move ${from} into itself (${to})`, { path: to, errno: 'EINVAL' });
+    }
+    const now = Date.now();
+    const created = await this.#store.transact(() => {
+      const src = this.#entries.get(entryKey(from));
+      if (!src) throw fileNotFound(from);
+      if (this.#entries.get(entryKey(to))) {
+        throw new ExistsError(`Destination path already exists: ${to}`, { path: to });
+      }
+      const missingParents = this.#checkParents(to, true);
+      this.#createDirs(missingParents, now);
+      this.#move(from, to, src);
+      if (src.kind === 'dir') {
+        // Collect first: the ranges change under us as we move.
+        const below: [string, EntryRecord][] = [];
+        for (const range of subtreeRanges(from)) {
+          for (const { key, value } of this.#entries.range(range)) below.push([keyPath(key), value]);
+        }
+        for (const [path, rec] of below) this.#move(path, to + path.slice(from.length), rec);
+      }
+      return missingParents;
+    });
+    this.#emitMkdirs(created, now);
+    this.#emit({ type: 'rename', path: from, new_path: to, at: iso(now) });
+  }
+
+  async mkdir(path: string, opts: { parents?: boolean; existOk?: boolean } = {}): Promise<void> {
+    const p = normalizePath(path);
+    if (p === '/') {
+      if (opts.parents || opts.existOk) return;
+      throw new ExistsError('Directory already exists: /', { path: p });
+    }
+    const now = Date.now();
+    const created = await this.#store.transact(() => {
+      const existing = this.#entries.get(entryKey(p));
+      if (existing?.kind === 'dir') {
+        if (opts.parents || opts.existOk) return [];
+        throw new ExistsError(`Directory already exists: ${p}`, { path: p });
+      }
+      if (existing) throw new ExistsError(`File exists: ${p}`, { path: p });
+      const missing = this.#checkParents(p, opts.parents ?? false);
+      this.#createDirs([...missing, p], now);
+      return [...missing, p];
+    });
+    this.#emitMkdirs(created, now);
+  }
+
+  async rmdir(path: string, opts: { recursive?: boolean } = {}): Promise<void> {
+    const p = normalizePath(path);
+    if (p === '/') throw new InvalidPathError('The root directory cannot be removed', path);
+    await this.#store.transact(() => {
+      const rec = this.#entries.get(entryKey(p));
+      if (!rec) throw new NotFoundError(`Directory not found: ${p}`, { path: p });
+      if (rec.kind !== 'dir') throw notADirectory(p);
+      const hasChild = first(this.#entries.keys({ ...childrenRange(p), limit: 1 })) !== undefined;
+      if (hasChild && !opts.recursive) {
+        throw new ValidationError(`Directory not empty: ${p}`, { path: p, errno: 'ENOTEMPTY' });
+      }
+      if (hasChild) {
+        const below: [string, EntryRecord][] = [];
+        for (const range of subtreeRanges(p)) {
+          for (const { key, value } of this.#entries.range(range)) below.push([keyPath(key), value]);
+        }
+        for (const [path, rec] of below) {
+          if (rec.kind === 'file') this.#removeFile(path);
+          else this.#entries.remove(entryKey(path));
+        }
+      }
+      this.#entries.remove(entryKey(p));
+    });
+    this.#emit({ type: 'rmdir', path: p, at: iso(Date.now()) });
+  }
+
+  // ---------------------------------------------------------------- listing and search
+
+  /** Every entry below `dir` (or its direct children), sorted by path; directories end with `/`. */
+  list(path: string, opts: { recursive?: boolean; prefix?: string | undefined } = {}): ListEntry[] {
+    const dir = this.#directory(path);
+    const prefix = opts.prefix === undefined ? undefined : opts.prefix.startsWith('/') ? opts.prefix : '/' + opts.prefix;
+    const out: ListEntry[] = [];
+    const ranges = opts.recursive ?? true ? subtreeRanges(dir) : [childrenRange(dir)];
+    for (const range of ranges) {
+      for (const { key, value } of this.#entries.range(range)) {
+        const entry = listEntryOf(keyPath(key), value);
+        if (prefix === undefined || entry.path.startsWith(prefix)) out.push(entry);
+      }
+    }
+    return out.sort(byPath);
+  }
+
+  /** Paths below `path` matching a glob pattern relative to it; directories end with `/`. */
+  glob(pattern: string, path = '/'): string[] {
+    const dir = this.#directory(path);
+    let rel = pattern;
+    if (rel.startsWith('/')) {
+      // An absolute pattern: make it relative to `dir` when it names a place inside it.
+      const absBase = dir === '/' ? '/' : dir + '/';
+      rel = rel.startsWith(absBase) ? rel.slice(absBase.length) : dir === '/' ? rel.slice(1) : '\u0000';
+    }
+    const isMatch = picomatch(rel, { dot: true });
+    // Narrow the scan to the pattern's literal leading directories (src/**/*.ts scans src/ only).
+    const { base } = picomatch.scan(rel);
+    let scanDir = dir;
+    if (base) {
+      const candidate = dir === '/' ? '/' + base : dir + '/' + base;
+      const rec = this.stat(candidate);
+      if (!rec) return [];
+      if (rec.kind === 'dir') scanDir = candidate;
+    }
+    const out: string[] = [];
+    if (scanDir !== dir && isMatch(relativeTo(scanDir, dir))) out.push(scanDir + '/');
+    for (const range of subtreeRanges(scanDir)) {
+      for (const { key, value } of this.#entries.range(range)) {
+        const p = keyPath(key);
+        if (isMatch(relativeTo(p, dir))) out.push(value.kind === 'dir' ? p + '/' : p);
+      }
+    }
+    return out.sort();
+  }
+
+  /**
+   * Lines matching a regex in the text files below `path`. Reads one chunk at a time; a file that
+   * turns out not to be UTF-8 contributes nothing, even if earlier chunks matched.
+   */
+  grep(opts: {
+    pattern: string; path?: string; filePattern?: string | undefined; ignoreCase?: boolean; maxResults?: number;
+  }): GrepMatch[] {
+    const dir = this.#directory(opts.path ?? '/');
+    let re: RegExp;
+    try {
+      re = new RegExp(opts.pattern, opts.ignoreCase ? 'i' : '');
+    } catch (err) {
+      throw new InvalidParamsError(`Invalid params: 'pattern': invalid regular expression: ${(err as Error).message}`, { param: 'pattern' });
+    }
+    const max = opts.maxResults ?? 1000;
+    const fp = opts.filePattern;
+    const fileMatch = fp === undefined ? undefined : picomatch(fp, { dot: true, basename: !fp.includes('/') });
+    const files: [string, FileRecord][] = [];
+    for (const range of subtreeRanges(dir)) {
+      for (const { key, value } of this.#entries.range(range)) {
+        if (value.kind !== 'file' || value.size === 0) continue;
+        const p = keyPath(key);
+        if (fileMatch && !fileMatch(relativeTo(p, dir))) continue;
+        files.push([p, value]);
+      }
+    }
+    files.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    const out: GrepMatch[] = [];
+    for (const [p, rec] of files) {
+      if (out.length >= max) break;
+      const hits = this.#grepFile(p, rec, re, max - out.length);
+      for (const h of hits) out.push(h);
+    }
+    return out;
+  }
+
+  #grepFile(path: string, rec: FileRecord, re: RegExp, max: number): GrepMatch[] {
+    const decoder = new TextDecoder('utf-8', { fatal: true });
+    const hits: GrepMatch[] = [];
+    let carry = '';
+    let lineNo = 0;
+    const scan = (text: string, final: boolean) => {
+      const lines = text.split('\n');
+      carry = final ? '' : lines.pop()!;
+      for (const raw of lines) {
+        lineNo++;
+        if (hits.length >= max) return;
+        const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+        const m = re.exec(line);
+        if (m) hits.push({ file: path, line: lineNo, content: line, match: m[0] });
+      }
+    };
+    try {
+      const n = rec.chunks.length;
+      let i = 0;
+      for (const chunk of this.chunks(rec)) {
+        const last = ++i === n;
+        const text = carry + decoder.decode(chunk, { stream: !last });
+        // Fast path: most files of a grep do not match at all; skip splitting them into lines.
+        if (last && hits.length === 0 && !re.test(text)) return [];
+        if (last && text.endsWith('\n')) scan(text.slice(0, -1), true);
+        else scan(text, last);
+        if (hits.length >= max) break;
+      }
+    } catch (err) {
+      if (err instanceof TypeError) return []; // not UTF-8: skipped (WIRE.md)
+      throw err;
+    }
+    return hits;
+  }
+
+  // ---------------------------------------------------------------- versions
+
+  listVersions(path: string): VersionEntry[] {
+    const p = normalizeFilePath(path);
+    this.file(p);
+    const out: VersionEntry[] = [];
+    const range = versionsRange(p);
+    for (const { value } of this.#versions.range({ start: range.end, end: range.start, reverse: true })) {
+      out.push({
+        version: value.version, etag: value.etag, size: value.size, modified_at: new Date(value.modified),
+        content_type: value.contentType, source: value.source,
+      });
+    }
+    return out;
+  }
+
+  #version(p: string, version: number): VersionRecord {
+    const v = this.#versions.get(versionKey(p, version));
+    if (!v) {
+      this.file(p);
+      throw new NotFoundError(`Version ${version} not found for ${p}`, { path: p, version });
+    }
+    return v;
+  }
+
+  getVersion(path: string, version: number): Buffer {
+    const p = normalizeFilePath(path);
+    return this.content(this.#version(p, version));
+  }
+
+  async rollback(path: string, version: number): Promise<{ success: true; version: number; etag: string }> {
+    const p = normalizeFilePath(path);
+    const now = Date.now();
+    const result = await this.#store.transact(() => {
+      const rec = this.file(p);
+      const old = this.#version(p, version);
+      const next = rec.version + 1;
+      for (const hash of old.chunks) this.#ref(hash);
+      // History is never rewritten: the old content comes back as a new version.
+      this.#versions.put(versionKey(p, next), { ...old, version: next, modified: now, source: `rollback:${version}` });
+      this.#entries.put(entryKey(p), {
+        ...rec, version: next, etag: old.etag, size: old.size, chunks: old.chunks, contentType: old.contentType, modified: now,
+      });
+      return { version: next, etag: old.etag };
+    });
+    this.#emit({ type: 'write', path: p, etag: result.etag, version: result.version, at: iso(now) });
+    return { success: true, ...result };
+  }
+
+  diffVersions(path: string, v1: number, v2: number, mode: 'metadata' | 'content'): unknown {
+    const p = normalizeFilePath(path);
+    const a = this.#version(p, v1);
+    const b = this.#version(p, v2);
+    if (mode === 'metadata') {
+      return {
+        path: p, v1, v2, etag_v1: a.etag, etag_v2: b.etag, size_v1: a.size, size_v2: b.size,
+        content_changed: a.etag !== b.etag,
+      };
+    }
+    const text = (v: VersionRecord) => this.content(v).toString('utf8');
+    return createTwoFilesPatch(`${p} (v${v1})`, `${p} (v${v2})`, text(a), text(b), undefined, undefined, { context: 3 });
+  }
+
+  // ---------------------------------------------------------------- internals (inside transactions)
+
+  /** `p` must be a directory (or the root). */
+  #directory(path: string): string {
+    const dir = normalizePath(path);
+    const rec = this.stat(dir);
+    if (!rec) throw new NotFoundError(`Directory not found: ${dir}`, { path: dir });
+    if (rec.kind !== 'dir') throw notADirectory(dir);
+    return dir;
+  }
+
+  /**
+   * Check the ancestors of `p`: none may be a file. Returns the missing ones (outermost first);
+   * when `create` is false a missing parent is -32000.
+   */
+  #checkParents(p: string, create: boolean): string[] {
+    const missing: string[] = [];
+    for (const dir of ancestorsOf(p)) {
+      const rec = missing.length ? undefined : this.#entries.get(entryKey(dir));
+      if (rec?.kind === 'file') throw notADirectory(dir);
+      if (!rec) missing.push(dir);
+    }
+    if (missing.length && !create) {
+      throw new NotFoundError(`Parent directory not found: ${parentOf(p)}`, { path: parentOf(p) });
+    }
+    return missing;
+  }
+
+  #createDirs(dirs: string[], now: number): void {
+    for (const dir of dirs) this.#entries.put(entryKey(dir), { kind: 'dir', created: now, modified: now } satisfies DirRecord);
+  }
+
+  #ref(hash: string, data?: Uint8Array): void {
+    const n = this.#refs.get(hash) ?? 0;
+    if (n === 0) {
+      if (!data) throw new Error(`chunk ${hash} has no references and no data`);
+      this.#blobs.put(hash, data);
+    }
+    this.#refs.put(hash, n + 1);
+  }
+
+  #unref(hash: string): void {
+    const n = this.#refs.get(hash) ?? 0;
+    if (n <= 1) {
+      this.#refs.remove(hash);
+      this.#blobs.delete(hash);
+    } else {
+      this.#refs.put(hash, n - 1);
+    }
+  }
+
+  #removeFile(p: string): void {
+    for (const { key, value } of [...this.#versions.range(versionsRange(p))]) {
+      for (const hash of value.chunks) this.#unref(hash);
+      this.#versions.remove(key);
+    }
+    this.#entries.remove(entryKey(p));
+  }
+
+  #move(from: string, to: string, rec: EntryRecord): void {
+    this.#entries.remove(entryKey(from));
+    this.#entries.put(entryKey(to), rec);
+    if (rec.kind !== 'file') return;
+    for (const { key, value } of [...this.#versions.range(versionsRange(from))]) {
+      this.#versions.remove(key);
+      this.#versions.put(versionKey(to, value.version), value);
+    }
+  }
+
+  #emitMkdirs(dirs: string[], now: number): void {
+    for (const dir of dirs) this.#emit({ type: 'mkdir', path: dir, at: iso(now) });
+  }
+
+  #emit(event: ChangeEvent): void {
+    this.#events.publish(event);
+  }
+}
+
+const ROOT: DirRecord = Object.freeze({ kind: 'dir', created: 0, modified: 0 }) as DirRecord;
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function first<T>(it: Iterable<T>): T | undefined {
+  for (const x of it) return x;
+  return undefined;
+}
+
+function byPath(a: { path: string }, b: { path: string }): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+}
+
+function splitChunks(content: Uint8Array, etag: string): { hash: string; data: Uint8Array }[] {
+  if (content.byteLength <= CHUNK_SIZE) return [{ hash: etag, data: content }];
+  const out: { hash: string; data: Uint8Array }[] = [];
+  for (let off = 0; off < content.byteLength; off += CHUNK_SIZE) {
+    const data = content.subarray(off, Math.min(off + CHUNK_SIZE, content.byteLength));
+    out.push({ hash: sha256(data), data });
+  }
+  return out;
+}
+
+function metadataOf(path: string, rec: EntryRecord): FileMetadata {
+  return rec.kind === 'file'
+    ? {
+      path, size: rec.size, etag: rec.etag, version: rec.version, created_at: new Date(rec.created),
+      modified_at: new Date(rec.modified), content_type: rec.contentType, is_directory: false,
+    }
+    : {
+      path, size: 0, etag: null, version: null, created_at: new Date(rec.created), modified_at: new Date(rec.modified),
+      content_type: 'inode/directory', is_directory: true,
+    };
+}
+
+function listEntryOf(path: string, rec: EntryRecord): ListEntry {
+  return rec.kind === 'file'
+    ? {
+      path, is_directory: false, size: rec.size, etag: rec.etag, version: rec.version, content_type: rec.contentType,
+      created_at: new Date(rec.created), modified_at: new Date(rec.modified),
+    }
+    : { path: path + '/', is_directory: true, size: 0, created_at: new Date(rec.created), modified_at: new Date(rec.modified) };
+}

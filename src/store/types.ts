@@ -1,0 +1,57 @@
+/**
+ * @module store/types
+ * The storage seam. Services see these interfaces only; the composition root injects an
+ * adapter (embedded LMDB today). Reads are synchronous (LMDB serves them from its memory map);
+ * writes happen inside {@link MetadataStore.transact}, whose callback runs atomically and whose
+ * promise resolves only once the commit is durable.
+ */
+
+/** Ordered keys: strings compare by UTF-8 bytes, which keeps a directory's entries contiguous. */
+export type Key = string;
+
+export interface RangeOptions {
+  /** Inclusive lower bound. */
+  start?: Key;
+  /** Exclusive upper bound. */
+  end?: Key;
+  reverse?: boolean;
+  limit?: number;
+}
+
+/** One record kind: a sorted map from key to value. */
+export interface Table<V> {
+  get(key: Key): V | undefined;
+  range(options: RangeOptions): Iterable<{ key: Key; value: V }>;
+  /** Keys only: cheaper than {@link range} when values are not needed. */
+  keys(options: RangeOptions): Iterable<Key>;
+  /** Only inside {@link MetadataStore.transact}. */
+  put(key: Key, value: V): void;
+  /** Only inside {@link MetadataStore.transact}. */
+  remove(key: Key): void;
+}
+
+export interface MetadataStore {
+  /** Open (or create) a named table. Call at construction time, not per request. */
+  table<V>(name: string): Table<V>;
+  /**
+   * Run `fn` atomically and resolve with its result once the commit is durable. `fn` is
+   * synchronous: it sees the latest committed state plus its own writes. Concurrent callers share
+   * commits. Throwing before any write aborts nothing because nothing was written: callbacks do all
+   * checks first, then all writes.
+   */
+  transact<T>(fn: () => T): Promise<T>;
+  /** Human description for `status.metadata_store`. */
+  describe(): { type: string; instance: string };
+  close(): Promise<void>;
+}
+
+/** Content-addressed chunks keyed by the SHA-256 (hex) of their bytes. */
+export interface BlobStore {
+  get(hash: string): Buffer | undefined;
+  has(hash: string): boolean;
+  /** Inside a metadata transaction: the chunk becomes visible with that commit. */
+  put(hash: string, data: Uint8Array): void;
+  /** Inside a metadata transaction, once the chunk's last reference is gone. */
+  delete(hash: string): void;
+  describe(): { type: string; location: string };
+}

@@ -1,0 +1,235 @@
+/**
+ * @module transports/rpc/http
+ * The HTTP face (WIRE.md "HTTP routes"): JSON-RPC at POST /api/nfs/<method>, health, whoami,
+ * status, CORS everywhere, a body limit, and the WebSocket upgrade at /api/nfs/ws.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from '../../core/log.js';
+import type { Authenticator } from '../../auth/authenticator.js';
+import { InvalidRequestError, ParseError, SvcError } from '../../core/errors.js';
+import type { Dispatcher, JsonRpcResponse } from './dispatch.js';
+import { WebSocketFace } from './ws.js';
+import type { EventBus } from '../../core/events.js';
+
+export const CORS_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',
+  'Access-Control-Allow-Headers': 'Content-Type, Authorization, X-Svc-Subject, X-Svc-Tenant-ID, X-API-Key',
+  'Access-Control-Max-Age': '86400',
+});
+
+export interface StatusInfo {
+  version: string;
+  backend: Record<string, unknown>;
+  metadata_store: Record<string, unknown>;
+}
+
+export interface HttpFaceOptions {
+  host: string;
+  port: number;
+  maxBody: number;
+  dispatcher: Dispatcher;
+  authenticator: Authenticator;
+  events: EventBus;
+  status: () => StatusInfo;
+  log: Logger;
+}
+
+const METHOD_ROUTE = /^\/api\/nfs\/([A-Za-z0-9_.-]*)$/;
+
+export class HttpFace {
+  readonly #opts: HttpFaceOptions;
+  readonly #server: Server;
+  readonly #ws: WebSocketFace;
+  #inFlight = 0;
+  #drained: (() => void) | undefined;
+
+  constructor(opts: HttpFaceOptions) {
+    this.#opts = opts;
+    this.#server = createServer({ keepAliveTimeout: 5000 }, (req, res) => {
+      this.#inFlight++;
+      res.once('close', () => {
+        if (--this.#inFlight === 0) this.#drained?.();
+      });
+      this.#route(req, res).catch((err) => {
+        opts.log.error({ err }, 'unhandled error in HTTP route');
+        if (!res.headersSent) this.#json(res, 500, { error: 'Internal Server Error' });
+        else res.destroy();
+      });
+    });
+    this.#ws = new WebSocketFace({
+      dispatcher: opts.dispatcher, authenticator: opts.authenticator, events: opts.events, maxPayload: opts.maxBody, log: opts.log,
+    });
+    this.#server.on('upgrade', (req, socket, head) => {
+      if (pathOf(req) === '/api/nfs/ws') this.#ws.handleUpgrade(req, socket, head);
+      else socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+    });
+    this.#server.on('clientError', (_err, socket) => {
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+      else socket.destroy();
+    });
+  }
+
+  /** Names of the methods only the WebSocket face serves. */
+  static readonly wsMethods = WebSocketFace.methods;
+
+  async listen(): Promise<AddressInfo> {
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(this.#opts.port, this.#opts.host, () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
+    return this.#server.address() as AddressInfo;
+  }
+
+  /** Stop accepting, close sockets, and wait for in-flight requests to finish. */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#ws.close();
+    this.#server.closeIdleConnections();
+    if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    this.#server.closeIdleConnections();
+    await closed;
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = pathOf(req);
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, CORS_HEADERS).end();
+      return;
+    }
+    if (req.method === 'GET' && path === '/health') {
+      this.#json(res, 200, { status: 'healthy', service: 'svc-rpc' });
+      return;
+    }
+    if (req.method === 'GET' && path === '/api/auth/whoami') {
+      const ctx = await this.#resolveOr401(req, res);
+      if (!ctx) return;
+      this.#json(res, 200, {
+        authenticated: ctx.authenticated, subject_type: ctx.subjectType, subject_id: ctx.subjectId,
+        tenant_id: ctx.tenantId, is_admin: ctx.isAdmin,
+      });
+      return;
+    }
+    if (req.method === 'GET' && path === '/api/nfs/status') {
+      if (!(await this.#resolveOr401(req, res))) return;
+      const info = this.#opts.status();
+      this.#json(res, 200, {
+        status: 'running', service: 'svc-rpc', version: info.version,
+        methods: this.#opts.dispatcher.methodNames(WebSocketFace.methods), backend: info.backend, metadata_store: info.metadata_store,
+      });
+      return;
+    }
+    const m = METHOD_ROUTE.exec(path);
+    if (req.method === 'POST' && m) {
+      await this.#rpc(req, res, m[1] || undefined);
+      return;
+    }
+    this.#json(res, 404, { error: 'Not Found' });
+  }
+
+  async #rpc(req: IncomingMessage, res: ServerResponse, urlMethod: string | undefined): Promise<void> {
+    const { dispatcher, authenticator } = this.#opts;
+    let body: Buffer;
+    try {
+      body = await readBody(req, this.#opts.maxBody);
+    } catch (err) {
+      if (err instanceof SvcError) {
+        res.setHeader('Connection', 'close');
+        this.#json(res, err.httpStatus, dispatcher.errorResponse(null, err));
+      } // else: the client went away mid-body; nothing to answer, nothing was written.
+      return;
+    }
+    let envelope: unknown;
+    try {
+      envelope = JSON.parse(body.toString('utf8'));
+    } catch {
+      this.#json(res, 200, dispatcher.errorResponse(null, new ParseError()));
+      return;
+    }
+    const id = idOf(envelope);
+    let ctx;
+    try {
+      ctx = await authenticator.resolve(req.headers, 'rpc');
+    } catch (err) {
+      this.#json(res, 200, dispatcher.errorResponse(id, err));
+      return;
+    }
+    if (Array.isArray(envelope)) {
+      this.#json(res, 200, dispatcher.errorResponse(null, new InvalidRequestError(
+        'Invalid Request: batches are served over WebSocket (/api/nfs/ws); POST one request object',
+      )));
+      return;
+    }
+    const response = (await dispatcher.handle(envelope, ctx, urlMethod === undefined ? {} : { urlMethod })) as JsonRpcResponse;
+    this.#json(res, 200, response);
+  }
+
+  async #resolveOr401(req: IncomingMessage, res: ServerResponse) {
+    try {
+      return await this.#opts.authenticator.resolve(req.headers, 'http');
+    } catch (err) {
+      const status = err instanceof SvcError ? err.httpStatus : 401;
+      this.#json(res, status === 200 ? 401 : status, {
+        error: status === 403 ? 'Forbidden' : 'Unauthorized', message: (err as Error).message,
+      });
+      return undefined;
+    }
+  }
+
+  #json(res: ServerResponse, status: number, body: unknown): void {
+    const text = JSON.stringify(body);
+    res.writeHead(status, {
+      ...CORS_HEADERS,
+      'Content-Type': 'application/json',
+      'Content-Length': Buffer.byteLength(text),
+    });
+    res.end(text);
+  }
+}
+
+function pathOf(req: IncomingMessage): string {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+function idOf(envelope: unknown): string | number | null {
+  if (envelope && typeof envelope === 'object' && !Array.isArray(envelope)) {
+    const id = (envelope as { id?: unknown }).id;
+    if (typeof id === 'string' || typeof id === 'number') return id;
+  }
+  return null;
+}
+
+/** Read a request body up to `limit` bytes; 413 (-32600) beyond it; rejects plainly when the client aborts. */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const tooLarge = () => new InvalidRequestError(
+    `Request body too large: the limit is ${limit} bytes`, { limit }, 413,
+  );
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.resume();
+    return Promise.reject(tooLarge());
+  }
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(tooLarge());
+        return;
+      }
+      parts.push(chunk);
+    });
+    req.once('end', () => resolve(Buffer.concat(parts, size)));
+    req.once('aborted', () => reject(new Error('client aborted')));
+    req.once('error', reject);
+  });
+}

@@ -1,0 +1,116 @@
+/**
+ * @module transports/rpc/ws
+ * JSON-RPC 2.0 over WebSocket at /api/nfs/ws: the method table plus `watch`/`unwatch`, which
+ * push `fs.event` notifications from the change bus for every change made through any face.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Logger } from '../../core/log.js';
+import type { Authenticator } from '../../auth/authenticator.js';
+import type { ChangeEvent, EventBus } from '../../core/events.js';
+import type { OperationContext } from '../../core/context.js';
+import { InvalidParamsError, InvalidRequestError, ParseError, SvcError } from '../../core/errors.js';
+import { normalizePath, isWithin, parentOf } from '../../core/paths.js';
+import type { Dispatcher, JsonRpcResponse, LocalMethod } from './dispatch.js';
+
+interface Subscription {
+  path: string;
+  recursive: boolean;
+}
+
+/** Does a watch on `sub` see a change at `path`? */
+function sees(sub: Subscription, path: string | undefined): boolean {
+  if (path === undefined) return false;
+  return sub.recursive ? isWithin(path, sub.path) : path === sub.path || parentOf(path) === sub.path;
+}
+
+export class WebSocketFace {
+  static readonly methods = ['unwatch', 'watch'] as const;
+  readonly #wss: WebSocketServer;
+  readonly #opts: { dispatcher: Dispatcher; authenticator: Authenticator; events: EventBus; log: Logger };
+
+  constructor(opts: { dispatcher: Dispatcher; authenticator: Authenticator; events: EventBus; maxPayload: number; log: Logger }) {
+    this.#opts = opts;
+    this.#wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload });
+  }
+
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.#opts.authenticator.resolve(req.headers, 'ws').then(
+      (ctx) => this.#wss.handleUpgrade(req, socket, head, (ws) => this.#serve(ws, ctx)),
+      (err: Error) => {
+        const status = err instanceof SvcError && err.httpStatus === 403 ? '403 Forbidden' : '401 Unauthorized';
+        socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\n${err.message}`);
+      },
+    );
+  }
+
+  close(): void {
+    for (const ws of this.#wss.clients) ws.close(1001, 'server shutting down');
+    this.#wss.close();
+  }
+
+  #serve(ws: WebSocket, ctx: OperationContext): void {
+    const subs = new Map<string, Subscription>();
+    const send = (msg: unknown) => {
+      if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
+    };
+    const onEvent = (event: ChangeEvent) => {
+      for (const [id, sub] of subs) {
+        if (sees(sub, event.path) || sees(sub, event.new_path)) {
+          send({ jsonrpc: '2.0', method: 'fs.event', params: { subscription_id: id, ...event } });
+        }
+      }
+    };
+    const unsubscribe = this.#opts.events.subscribe(onEvent);
+    const local: Record<string, LocalMethod> = {
+      watch: (params) => {
+        const { path = '/', recursive = true, ...rest } = params;
+        const unknown = Object.keys(rest)[0];
+        if (unknown) throw new InvalidParamsError(`Invalid params: unknown parameter '${unknown}' for watch`, { param: unknown });
+        if (typeof path !== 'string') throw new InvalidParamsError("Invalid params: 'path' must be a string", { param: 'path' });
+        if (typeof recursive !== 'boolean') {
+          throw new InvalidParamsError("Invalid params: 'recursive' must be a boolean", { param: 'recursive' });
+        }
+        const id = randomUUID();
+        subs.set(id, { path: normalizePath(path), recursive });
+        return { subscription_id: id };
+      },
+      unwatch: (params) => {
+        const id = params.subscription_id;
+        if (typeof id !== 'string') {
+          throw new InvalidParamsError("Invalid params: missing required parameter 'subscription_id'", { param: 'subscription_id' });
+        }
+        return { success: subs.delete(id) };
+      },
+    };
+    const { dispatcher } = this.#opts;
+    const handleOne = (env: unknown) => dispatcher.handle(env, ctx, { notificationsSilent: true, local });
+    ws.on('message', async (data) => {
+      let msg: unknown;
+      try {
+        msg = JSON.parse(data.toString());
+      } catch {
+        send(dispatcher.errorResponse(null, new ParseError()));
+        return;
+      }
+      if (Array.isArray(msg)) {
+        if (msg.length === 0) {
+          send(dispatcher.errorResponse(null, new InvalidRequestError('Invalid Request: empty batch')));
+          return;
+        }
+        const answers = (await Promise.all(msg.map(handleOne))).filter((r): r is JsonRpcResponse => r !== undefined);
+        if (answers.length) send(answers);
+        return;
+      }
+      const answer = await handleOne(msg);
+      if (answer) send(answer);
+    });
+    ws.on('close', () => {
+      unsubscribe();
+      subs.clear();
+    });
+    ws.on('error', (err) => this.#opts.log.debug({ err }, 'websocket error'));
+  }
+}
