@@ -11,6 +11,8 @@ import { buildTable, type MethodTable } from './core/method.js';
 import { LmdbStore } from './store/lmdb/index.js';
 import { FsService } from './fs/service.js';
 import { fsMethods } from './fs/methods.js';
+import { WorkspaceService } from './workspaces/service.js';
+import { workspaceMethods } from './workspaces/methods.js';
 import { Authenticator } from './auth/authenticator.js';
 import { SimpleKeyProvider } from './auth/simple.js';
 import { Dispatcher } from './transports/rpc/dispatch.js';
@@ -21,6 +23,7 @@ export interface Services {
   readonly store: LmdbStore;
   readonly events: EventBus;
   readonly fs: FsService;
+  readonly workspaces: WorkspaceService;
   readonly methods: MethodTable;
 }
 
@@ -29,8 +32,9 @@ export function buildServices(dataDir: string, log: Logger): Services {
   const store = new LmdbStore(dataDir);
   const events = new EventBus((err) => log.error({ err }, 'change listener failed'));
   const fs = new FsService({ store, blobs: store.blobs, events });
-  const methods = buildTable(fsMethods(fs));
-  return { store, events, fs, methods };
+  const workspaces = new WorkspaceService({ store, fs });
+  const methods = buildTable(fsMethods(fs), workspaceMethods(workspaces));
+  return { store, events, fs, workspaces, methods };
 }
 
 export class Daemon {

@@ -6,10 +6,11 @@
  */
 import type { ParamsOf, ResultOf } from '../core/method.js';
 import type { FsApi } from '../fs/methods.js';
+import type { WorkspaceApi } from '../workspaces/methods.js';
 import { decodeValue, encodeValue } from '../core/wire.js';
 
 /** Every method the daemon serves, by name. */
-export type Api = FsApi;
+export type Api = FsApi & WorkspaceApi;
 export type MethodName = keyof Api & string;
 
 /** A result as it arrives over the wire: Dates are ISO strings, bytes are Buffers. */

@@ -72,6 +72,14 @@ export interface GrepMatch {
   match: string;
 }
 
+/** A file's content by reference: what a workspace snapshot records per file. */
+export interface TreeFile {
+  etag: string;
+  size: number;
+  chunks: string[];
+  contentType: string;
+}
+
 export interface VersionEntry {
   version: number;
   etag: string;
@@ -286,17 +294,7 @@ export class FsService {
       if (hasChild && !opts.recursive) {
         throw new ValidationError(`Directory not empty: ${p}`, { path: p, errno: 'ENOTEMPTY' });
       }
-      if (hasChild) {
-        const below: [string, EntryRecord][] = [];
-        for (const range of subtreeRanges(p)) {
-          for (const { key, value } of this.#entries.range(range)) below.push([keyPath(key), value]);
-        }
-        for (const [path, rec] of below) {
-          if (rec.kind === 'file') this.#removeFile(path);
-          else this.#entries.remove(entryKey(path));
-        }
-      }
-      this.#entries.remove(entryKey(p));
+      this.#removeSubtree(p);
     });
     this.#emit({ type: 'rmdir', path: p, at: iso(Date.now()) });
   }
@@ -482,7 +480,109 @@ export class FsService {
     return createTwoFilesPatch(`${p} (v${v1})`, `${p} (v${v2})`, text(a), text(b), undefined, undefined, { context: 3 });
   }
 
+  // ---------------------------------------------------------------- trees (workspace snapshots)
+
+  /**
+   * The files below `dir` by relative path, each pinned: one more reference on every chunk, so
+   * the content outlives later writes and deletes of the live files. No bytes are copied.
+   * Release with {@link unpinTree}.
+   */
+  async pinTree(dir: string): Promise<Map<string, TreeFile>> {
+    const d = normalizePath(dir);
+    return this.#store.transact(() => {
+      const files = new Map<string, TreeFile>();
+      for (const range of subtreeRanges(d)) {
+        for (const { key, value } of this.#entries.range(range)) {
+          if (value.kind !== 'file') continue;
+          files.set(relativeTo(keyPath(key), d), {
+            etag: value.etag, size: value.size, chunks: value.chunks, contentType: value.contentType,
+          });
+        }
+      }
+      for (const f of files.values()) for (const hash of f.chunks) this.#ref(hash);
+      return files;
+    });
+  }
+
+  /** Drop the references {@link pinTree} took. */
+  async unpinTree(files: Iterable<TreeFile>): Promise<void> {
+    const list = [...files];
+    await this.#store.transact(() => {
+      for (const f of list) for (const hash of f.chunks) this.#unref(hash);
+    });
+  }
+
+  /**
+   * Make the tree below `dir` equal to `files` in one transaction: files that differ come back as
+   * a new version (their history is kept), missing ones are recreated, files not in `files` are
+   * deleted. Directories in the way of a file are removed. Content is shared, never copied.
+   */
+  async restoreTree(dir: string, files: ReadonlyMap<string, TreeFile>): Promise<{ restored: number; deleted: number }> {
+    const d = normalizePath(dir);
+    const abs = (rel: string) => (d === '/' ? '/' + rel : d + '/' + rel);
+    const now = Date.now();
+    const changes: ChangeEvent[] = [];
+    const result = await this.#store.transact(() => {
+      const current = new Map<string, FileRecord>();
+      for (const range of subtreeRanges(d)) {
+        for (const { key, value } of this.#entries.range(range)) {
+          if (value.kind === 'file') current.set(keyPath(key), value);
+        }
+      }
+      let deleted = 0;
+      for (const p of current.keys()) {
+        if (!files.has(relativeTo(p, d))) {
+          this.#removeFile(p);
+          changes.push({ type: 'delete', path: p, at: iso(now) });
+          deleted++;
+        }
+      }
+      let restored = 0;
+      for (const [rel, f] of files) {
+        const p = abs(rel);
+        const existing = this.#entries.get(entryKey(p));
+        if (existing?.kind === 'file' && existing.etag === f.etag) continue;
+        if (existing?.kind === 'dir') this.#removeSubtree(p);
+        for (const a of ancestorsOf(p)) {
+          const rec = this.#entries.get(entryKey(a));
+          if (rec?.kind === 'file') this.#removeFile(a);
+          if (rec?.kind !== 'dir') {
+            this.#entries.put(entryKey(a), { kind: 'dir', created: now, modified: now });
+            changes.push({ type: 'mkdir', path: a, at: iso(now) });
+          }
+        }
+        const version = (existing?.kind === 'file' ? existing.version : 0) + 1;
+        for (const hash of f.chunks) this.#ref(hash);
+        this.#versions.put(versionKey(p, version), {
+          version, etag: f.etag, size: f.size, chunks: f.chunks, modified: now, contentType: f.contentType, source: 'restore',
+        });
+        this.#entries.put(entryKey(p), {
+          kind: 'file', version, etag: f.etag, size: f.size, chunks: f.chunks, contentType: f.contentType,
+          created: existing?.kind === 'file' ? existing.created : now, modified: now,
+        });
+        changes.push({ type: 'write', path: p, etag: f.etag, version, at: iso(now) });
+        restored++;
+      }
+      return { restored, deleted };
+    });
+    for (const c of changes) this.#emit(c);
+    return result;
+  }
+
   // ---------------------------------------------------------------- internals (inside transactions)
+
+  /** Remove a directory entry and everything below it. */
+  #removeSubtree(p: string): void {
+    const below: [string, EntryRecord][] = [];
+    for (const range of subtreeRanges(p)) {
+      for (const { key, value } of this.#entries.range(range)) below.push([keyPath(key), value]);
+    }
+    for (const [path, rec] of below) {
+      if (rec.kind === 'file') this.#removeFile(path);
+      else this.#entries.remove(entryKey(path));
+    }
+    this.#entries.remove(entryKey(p));
+  }
 
   /** `p` must be a directory (or the root). */
   #directory(path: string): string {
