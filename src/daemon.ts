@@ -13,6 +13,8 @@ import { FsService } from './fs/service.js';
 import { fsMethods } from './fs/methods.js';
 import { WorkspaceService } from './workspaces/service.js';
 import { workspaceMethods } from './workspaces/methods.js';
+import { MountService } from './mounts/service.js';
+import { mountMethods } from './mounts/methods.js';
 import { Authenticator } from './auth/authenticator.js';
 import { SimpleKeyProvider } from './auth/simple.js';
 import { Dispatcher } from './transports/rpc/dispatch.js';
@@ -24,6 +26,7 @@ export interface Services {
   readonly events: EventBus;
   readonly fs: FsService;
   readonly workspaces: WorkspaceService;
+  readonly mounts: MountService;
   readonly methods: MethodTable;
 }
 
@@ -33,8 +36,9 @@ export function buildServices(dataDir: string, log: Logger): Services {
   const events = new EventBus((err) => log.error({ err }, 'change listener failed'));
   const fs = new FsService({ store, blobs: store.blobs, events });
   const workspaces = new WorkspaceService({ store, fs });
-  const methods = buildTable(fsMethods(fs), workspaceMethods(workspaces));
-  return { store, events, fs, workspaces, methods };
+  const mounts = new MountService({ store, fs, log: log.child({ component: 'mounts' }) });
+  const methods = buildTable(fsMethods(fs), workspaceMethods(workspaces), mountMethods(mounts));
+  return { store, events, fs, workspaces, mounts, methods };
 }
 
 export class Daemon {
@@ -72,6 +76,7 @@ export class Daemon {
     const { config, log } = this;
     const services = buildServices(config.dataDir, log);
     this.#services = services;
+    await services.mounts.activateSaved();
     this.#authenticator = new Authenticator(config.apiKey ? new SimpleKeyProvider(config.apiKey) : undefined);
     const dispatcher = new Dispatcher(services.methods, log.child({ component: 'rpc' }));
     this.#http = new HttpFace({
@@ -98,6 +103,7 @@ export class Daemon {
     await this.#starting?.catch(() => undefined);
     await this.#http?.close();
     await this.#authenticator?.close();
+    await this.#services?.mounts.close();
     await this.#services?.store.close();
     this.log.info('svc stopped');
     this.log.flush?.();

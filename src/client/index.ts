@@ -7,10 +7,11 @@
 import type { ParamsOf, ResultOf } from '../core/method.js';
 import type { FsApi } from '../fs/methods.js';
 import type { WorkspaceApi } from '../workspaces/methods.js';
+import type { MountApi } from '../mounts/methods.js';
 import { decodeValue, encodeValue } from '../core/wire.js';
 
 /** Every method the daemon serves, by name. */
-export type Api = FsApi & WorkspaceApi;
+export type Api = FsApi & WorkspaceApi & MountApi;
 export type MethodName = keyof Api & string;
 
 /** A result as it arrives over the wire: Dates are ISO strings, bytes are Buffers. */

@@ -30,7 +30,25 @@ import {
 /** Content is split into chunks of this size; each is stored once, keyed by its SHA-256. */
 export const CHUNK_SIZE = 1024 * 1024;
 
-export interface WriteOptions {
+/** Kinds of change a {@link MutationGuard} is asked about. */
+export type MutationKind = 'write' | 'delete' | 'rename' | 'mkdir' | 'rmdir';
+
+/**
+ * Asked before every change made on a client's behalf; throws to refuse it (read-only mounts,
+ * crossing a mount boundary). `paths` is the target, or [from, to] for a rename; `subtree` says the
+ * change reaches everything below the path too.
+ */
+export type MutationGuard = (kind: MutationKind, paths: readonly string[], subtree: boolean) => void;
+
+/** Awaited after a commit and before the answer (local mount directories are mirrored here). */
+export type CommitHook = (events: readonly ChangeEvent[]) => Promise<void>;
+
+/** Who asks for a change: a client (guards apply) or a storage backend reporting an outside change. */
+export interface ChangeOrigin {
+  fromBackend?: boolean | undefined;
+}
+
+export interface WriteOptions extends ChangeOrigin {
   ifMatch?: string | undefined;
   ifNoneMatch?: boolean | undefined;
   force?: boolean | undefined;
@@ -111,6 +129,8 @@ export class FsService {
   readonly #entries: Table<EntryRecord>;
   readonly #versions: Table<VersionRecord>;
   readonly #refs: Table<number>;
+  readonly #guards: MutationGuard[] = [];
+  readonly #hooks: CommitHook[] = [];
 
   constructor(deps: { store: MetadataStore; blobs: BlobStore; events: EventBus }) {
     this.#store = deps.store;
@@ -119,6 +139,16 @@ export class FsService {
     this.#entries = deps.store.table<EntryRecord>('entries');
     this.#versions = deps.store.table<VersionRecord>('versions');
     this.#refs = deps.store.table<number>('refs');
+  }
+
+  /** Add a check run before every client change. */
+  addGuard(guard: MutationGuard): void {
+    this.#guards.push(guard);
+  }
+
+  /** Add a hook awaited after every commit, before the change is answered and published. */
+  addCommitHook(hook: CommitHook): void {
+    this.#hooks.push(hook);
   }
 
   // ---------------------------------------------------------------- reads
@@ -177,6 +207,7 @@ export class FsService {
 
   async write(path: string, content: Uint8Array, opts: WriteOptions = {}): Promise<WriteResult> {
     const p = normalizeFilePath(path);
+    this.#check(opts, 'write', [p], false);
     const etag = sha256(content);
     const pieces = splitChunks(content, etag);
     const now = Date.now();
@@ -212,25 +243,26 @@ export class FsService {
       });
       return { created: missingParents, version };
     });
-    this.#emitMkdirs(result.created, now);
-    this.#emit({ type: 'write', path: p, etag, version: result.version, at: iso(now) });
+    await this.#commit([...mkdirEvents(result.created, now), { type: 'write', path: p, etag, version: result.version, at: iso(now) }]);
     return { etag, version: result.version, size: content.byteLength, modified_at: new Date(now) };
   }
 
-  async delete(path: string): Promise<void> {
+  async delete(path: string, origin: ChangeOrigin = {}): Promise<void> {
     const p = normalizeFilePath(path);
+    this.#check(origin, 'delete', [p], false);
     await this.#store.transact(() => {
       const rec = this.#entries.get(entryKey(p));
       if (!rec) throw fileNotFound(p);
       if (rec.kind === 'dir') throw isADirectory(p);
       this.#removeFile(p);
     });
-    this.#emit({ type: 'delete', path: p, at: iso(Date.now()) });
+    await this.#commit([{ type: 'delete', path: p, at: iso(Date.now()) }]);
   }
 
-  async rename(oldPath: string, newPath: string): Promise<void> {
+  async rename(oldPath: string, newPath: string, origin: ChangeOrigin = {}): Promise<void> {
     const from = normalizeFilePath(oldPath);
     const to = normalizeFilePath(newPath);
+    this.#check(origin, 'rename', [from, to], true);
     if (from === to) {
       if (!this.stat(from)) throw fileNotFound(from);
       return;
@@ -258,12 +290,12 @@ export class FsService {
       }
       return missingParents;
     });
-    this.#emitMkdirs(created, now);
-    this.#emit({ type: 'rename', path: from, new_path: to, at: iso(now) });
+    await this.#commit([...mkdirEvents(created, now), { type: 'rename', path: from, new_path: to, at: iso(now) }]);
   }
 
-  async mkdir(path: string, opts: { parents?: boolean; existOk?: boolean } = {}): Promise<void> {
+  async mkdir(path: string, opts: { parents?: boolean; existOk?: boolean } & ChangeOrigin = {}): Promise<void> {
     const p = normalizePath(path);
+    if (p !== '/') this.#check(opts, 'mkdir', [p], false);
     if (p === '/') {
       if (opts.parents || opts.existOk) return;
       throw new ExistsError('Directory already exists: /', { path: p });
@@ -280,12 +312,13 @@ export class FsService {
       this.#createDirs([...missing, p], now);
       return [...missing, p];
     });
-    this.#emitMkdirs(created, now);
+    await this.#commit(mkdirEvents(created, now));
   }
 
-  async rmdir(path: string, opts: { recursive?: boolean } = {}): Promise<void> {
+  async rmdir(path: string, opts: { recursive?: boolean } & ChangeOrigin = {}): Promise<void> {
     const p = normalizePath(path);
     if (p === '/') throw new InvalidPathError('The root directory cannot be removed', path);
+    this.#check(opts, 'rmdir', [p], true);
     await this.#store.transact(() => {
       const rec = this.#entries.get(entryKey(p));
       if (!rec) throw new NotFoundError(`Directory not found: ${p}`, { path: p });
@@ -296,7 +329,7 @@ export class FsService {
       }
       this.#removeSubtree(p);
     });
-    this.#emit({ type: 'rmdir', path: p, at: iso(Date.now()) });
+    await this.#commit([{ type: 'rmdir', path: p, at: iso(Date.now()) }]);
   }
 
   // ---------------------------------------------------------------- listing and search
@@ -325,7 +358,8 @@ export class FsService {
       const absBase = dir === '/' ? '/' : dir + '/';
       rel = rel.startsWith(absBase) ? rel.slice(absBase.length) : dir === '/' ? rel.slice(1) : '\u0000';
     }
-    const isMatch = picomatch(rel, { dot: true });
+    // posix: `[!ab]` negates a bracket, as in the usual glob syntax (picomatch treats `!` literally otherwise).
+    const isMatch = picomatch(rel, { dot: true, posix: true });
     // Narrow the scan to the pattern's literal leading directories (src/**/*.ts scans src/ only).
     const { base } = picomatch.scan(rel);
     let scanDir = dir;
@@ -362,7 +396,7 @@ export class FsService {
     }
     const max = opts.maxResults ?? 1000;
     const fp = opts.filePattern;
-    const fileMatch = fp === undefined ? undefined : picomatch(fp, { dot: true, basename: !fp.includes('/') });
+    const fileMatch = fp === undefined ? undefined : picomatch(fp, { dot: true, posix: true, basename: !fp.includes('/') });
     const files: [string, FileRecord][] = [];
     for (const range of subtreeRanges(dir)) {
       for (const { key, value } of this.#entries.range(range)) {
@@ -405,7 +439,8 @@ export class FsService {
         const last = ++i === n;
         const text = carry + decoder.decode(chunk, { stream: !last });
         // Fast path: most files of a grep do not match at all; skip splitting them into lines.
-        if (last && hits.length === 0 && !re.test(text)) return [];
+        // Multiline, so ^ and $ anchor at line ends as they do per line (else `^foo` misses line 2).
+        if (last && hits.length === 0 && !new RegExp(re.source, re.flags + 'm').test(text)) return [];
         if (last && text.endsWith('\n')) scan(text.slice(0, -1), true);
         else scan(text, last);
         if (hits.length >= max) break;
@@ -449,6 +484,7 @@ export class FsService {
 
   async rollback(path: string, version: number): Promise<{ success: true; version: number; etag: string }> {
     const p = normalizeFilePath(path);
+    this.#check({}, 'write', [p], false);
     const now = Date.now();
     const result = await this.#store.transact(() => {
       const rec = this.file(p);
@@ -462,7 +498,7 @@ export class FsService {
       });
       return { version: next, etag: old.etag };
     });
-    this.#emit({ type: 'write', path: p, etag: result.etag, version: result.version, at: iso(now) });
+    await this.#commit([{ type: 'write', path: p, etag: result.etag, version: result.version, at: iso(now) }]);
     return { success: true, ...result };
   }
 
@@ -519,6 +555,7 @@ export class FsService {
    */
   async restoreTree(dir: string, files: ReadonlyMap<string, TreeFile>): Promise<{ restored: number; deleted: number }> {
     const d = normalizePath(dir);
+    this.#check({}, 'write', [d], true);
     const abs = (rel: string) => (d === '/' ? '/' + rel : d + '/' + rel);
     const now = Date.now();
     const changes: ChangeEvent[] = [];
@@ -565,7 +602,7 @@ export class FsService {
       }
       return { restored, deleted };
     });
-    for (const c of changes) this.#emit(c);
+    await this.#commit(changes);
     return result;
   }
 
@@ -651,12 +688,23 @@ export class FsService {
     }
   }
 
-  #emitMkdirs(dirs: string[], now: number): void {
-    for (const dir of dirs) this.#emit({ type: 'mkdir', path: dir, at: iso(now) });
+  #check(origin: ChangeOrigin, kind: MutationKind, paths: readonly string[], subtree: boolean): void {
+    if (origin.fromBackend) return;
+    for (const guard of this.#guards) guard(kind, paths, subtree);
   }
 
-  #emit(event: ChangeEvent): void {
-    this.#events.publish(event);
+  /** After a commit: run the hooks, then publish. A failing hook is reported after publishing. */
+  async #commit(events: readonly ChangeEvent[]): Promise<void> {
+    let failure: unknown;
+    for (const hook of this.#hooks) {
+      try {
+        await hook(events);
+      } catch (err) {
+        failure ??= err;
+      }
+    }
+    for (const e of events) this.#events.publish(e);
+    if (failure) throw failure;
   }
 }
 
@@ -664,6 +712,10 @@ const ROOT: DirRecord = Object.freeze({ kind: 'dir', created: 0, modified: 0 }) 
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();
+}
+
+function mkdirEvents(dirs: string[], now: number): ChangeEvent[] {
+  return dirs.map((dir) => ({ type: 'mkdir', path: dir, at: iso(now) }));
 }
 
 function first<T>(it: Iterable<T>): T | undefined {

@@ -12,6 +12,7 @@ async function open(t: Test): Promise<Services> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-ws-'));
   const services = buildServices(dir, pino({ level: 'silent' }));
   t.teardown(async () => {
+    await services.mounts.close();
     await services.store.close();
     rmSync(dir, { recursive: true, force: true });
   });

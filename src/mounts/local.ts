@@ -1,0 +1,264 @@
+/**
+ * @module mounts/local
+ * The `local` mount backend: a mount point mirrored onto a host directory of plain files.
+ *
+ * The fs service stays the one write path and the version store: changes made through svc are
+ * written to the host directory before they are answered (temp file + rename, so another program
+ * never sees half a file), and changes other programs make there are imported through the fs
+ * service as new versions within a second (chokidar). The host directory is the truth when a
+ * mount is activated: svc's view of the mount point is made equal to it.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, realpathSync, type Stats } from 'node:fs';
+import { lstat, mkdir, open, readFile, readdir, realpath, rename, rm, unlink } from 'node:fs/promises';
+import { dirname, join, relative, sep } from 'node:path';
+import chokidar, { type FSWatcher } from 'chokidar';
+import type { Logger } from '../core/log.js';
+import type { ChangeEvent } from '../core/events.js';
+import { PermissionDeniedError, SvcError } from '../core/errors.js';
+import { isWithin, relativeTo } from '../core/paths.js';
+import type { FsService } from '../fs/service.js';
+
+const TEMP_PREFIX = '.svc-tmp-';
+
+async function hashFile(path: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
+  return h.digest('hex');
+}
+
+export class LocalBackend {
+  readonly #fs: FsService;
+  readonly #log: Logger;
+  /** etag of what is on disk, by path relative to the root: lets both directions skip their own echo. */
+  readonly #onDisk = new Map<string, string>();
+  #root = '';
+  #watcher: FSWatcher | undefined;
+  #queue: Promise<void> = Promise.resolve();
+
+  constructor(readonly mountPoint: string, readonly dataDir: string, deps: { fs: FsService; log: Logger }) {
+    this.#fs = deps.fs;
+    this.#log = deps.log;
+  }
+
+  /** Create the directory if needed, make svc's view equal to it, and start watching it. */
+  async start(): Promise<void> {
+    await mkdir(this.dataDir, { recursive: true });
+    this.#root = await realpath(this.dataDir);
+    await this.#fs.mkdir(this.mountPoint, { parents: true, fromBackend: true });
+    await this.#initialSync();
+    const watcher = chokidar.watch(this.#root, {
+      ignoreInitial: true,
+      followSymlinks: false,
+      awaitWriteFinish: { stabilityThreshold: 120, pollInterval: 40 },
+      ignored: (p: string) => p.split(sep).pop()!.startsWith(TEMP_PREFIX),
+    });
+    watcher.on('all', (event, path, stats) => this.#enqueue(() => this.#onHostChange(event, path, stats)));
+    watcher.on('error', (err) => this.#log.warn({ err, mount: this.mountPoint }, 'watcher error'));
+    await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
+    this.#watcher = watcher;
+  }
+
+  async stop(): Promise<void> {
+    await this.#watcher?.close();
+    this.#watcher = undefined;
+    await this.#queue;
+  }
+
+  /**
+   * Refuse a path whose host location would leave the directory, e.g. through a symlink that
+   * points outside. Synchronous: called by the mount guard before the change is committed.
+   */
+  checkInside(svcPath: string): void {
+    let host = this.#hostPath(svcPath);
+    // The nearest existing ancestor decides where a new file would really land.
+    for (;;) {
+      try {
+        const real = realpathSync(host);
+        if (real !== this.#root && !real.startsWith(this.#root + sep)) {
+          throw new PermissionDeniedError(`Path escapes the mount directory of ${this.mountPoint}: ${svcPath}`, { path: svcPath });
+        }
+        return;
+      } catch (err) {
+        if (err instanceof SvcError) throw err;
+        const parent = dirname(host);
+        if (parent === host) return;
+        host = parent;
+      }
+    }
+  }
+
+  /** Mirror committed svc changes (already routed to this mount) into the host directory. */
+  async apply(event: ChangeEvent): Promise<void> {
+    const rel = this.#rel(event.path);
+    const host = this.#hostPath(event.path);
+    switch (event.type) {
+      case 'write': {
+        if (this.#onDisk.get(rel) === event.etag) return;
+        await this.#writeHost(event.path, host);
+        this.#onDisk.set(rel, event.etag!);
+        return;
+      }
+      case 'delete':
+        this.#onDisk.delete(rel);
+        await unlink(host).catch(ignoreMissing);
+        return;
+      case 'mkdir':
+        await mkdir(host, { recursive: true });
+        return;
+      case 'rmdir':
+        this.#forget(rel);
+        await rm(host, { recursive: true, force: true });
+        return;
+      case 'rename': {
+        const toRel = this.#rel(event.new_path!);
+        const to = this.#hostPath(event.new_path!);
+        await mkdir(dirname(to), { recursive: true });
+        await rename(host, to).catch(ignoreMissing);
+        for (const [k, etag] of [...this.#onDisk]) {
+          if (k === rel || k.startsWith(rel + '/')) {
+            this.#onDisk.delete(k);
+            this.#onDisk.set(toRel + k.slice(rel.length), etag);
+          }
+        }
+        return;
+      }
+    }
+  }
+
+  #rel(svcPath: string): string {
+    return relativeTo(svcPath, this.mountPoint);
+  }
+
+  #hostPath(svcPath: string): string {
+    const rel = this.#rel(svcPath);
+    return rel === '' ? this.#root : join(this.#root, ...rel.split('/'));
+  }
+
+  #svcPath(host: string): string | undefined {
+    const rel = relative(this.#root, host);
+    if (rel.startsWith('..')) return undefined;
+    const parts = rel.split(sep).filter(Boolean);
+    const base = this.mountPoint === '/' ? '' : this.mountPoint;
+    return parts.length ? base + '/' + parts.join('/') : this.mountPoint;
+  }
+
+  #forget(rel: string): void {
+    for (const k of [...this.#onDisk.keys()]) if (rel === '' || k === rel || k.startsWith(rel + '/')) this.#onDisk.delete(k);
+  }
+
+  /** Stream a file's content from svc to a temp file beside the target, then rename it into place. */
+  async #writeHost(svcPath: string, host: string): Promise<void> {
+    const rec = this.#fs.file(svcPath);
+    await mkdir(dirname(host), { recursive: true });
+    const tmp = join(dirname(host), TEMP_PREFIX + randomBytes(6).toString('hex'));
+    const fh = await open(tmp, 'w', 0o644);
+    try {
+      for (const chunk of this.#fs.chunks(rec)) await fh.write(chunk);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, host).catch(async (err) => {
+      await unlink(tmp).catch(() => undefined);
+      throw err;
+    });
+  }
+
+  /** True when `host` is a symlink whose target lies outside the root (never imported). */
+  async #escapes(host: string): Promise<boolean> {
+    try {
+      const real = await realpath(host);
+      return real !== this.#root && !real.startsWith(this.#root + sep);
+    } catch {
+      return true; // dangling link
+    }
+  }
+
+  async #import(svcPath: string, host: string): Promise<void> {
+    const etag = await hashFile(host);
+    this.#onDisk.set(this.#rel(svcPath), etag);
+    const current = this.#fs.stat(svcPath);
+    if (current?.kind === 'file' && current.etag === etag) return;
+    await this.#fs.write(svcPath, await readFile(host), { force: true, fromBackend: true });
+  }
+
+  async #initialSync(): Promise<void> {
+    const seen = new Set<string>();
+    const walk = async (dir: string): Promise<void> => {
+      for (const ent of await readdir(dir, { withFileTypes: true })) {
+        if (ent.name.startsWith(TEMP_PREFIX)) continue;
+        const host = join(dir, ent.name);
+        const svcPath = this.#svcPath(host);
+        if (!svcPath) continue;
+        if (ent.isSymbolicLink()) {
+          if (await this.#escapes(host)) {
+            this.#log.warn({ mount: this.mountPoint, path: host }, 'symlink points outside the mount directory: not imported');
+            continue;
+          }
+        }
+        const st = await lstat(host).then((s) => (s.isSymbolicLink() ? realpath(host).then((r) => lstat(r)) : s));
+        try {
+          if (st.isDirectory()) {
+            seen.add(svcPath);
+            await this.#fs.mkdir(svcPath, { parents: true, fromBackend: true });
+            if (!ent.isSymbolicLink()) await walk(host);
+          } else if (st.isFile()) {
+            seen.add(svcPath);
+            await this.#import(svcPath, host);
+          }
+        } catch (err) {
+          this.#log.warn({ err, mount: this.mountPoint, path: host }, 'could not import');
+        }
+      }
+    };
+    await walk(this.#root);
+    // Whatever svc holds under the mount point that the directory does not is gone.
+    const stale = this.#fs.list(this.mountPoint, { recursive: true })
+      .filter((e) => !seen.has(e.is_directory ? e.path.slice(0, -1) : e.path))
+      .sort((a, b) => b.path.length - a.path.length);
+    for (const e of stale) {
+      const p = e.is_directory ? e.path.slice(0, -1) : e.path;
+      if (!this.#fs.stat(p)) continue;
+      if (e.is_directory) await this.#fs.rmdir(p, { recursive: true, fromBackend: true });
+      else await this.#fs.delete(p, { fromBackend: true });
+    }
+  }
+
+  #enqueue(job: () => Promise<void>): void {
+    this.#queue = this.#queue.then(job).catch((err) => this.#log.warn({ err, mount: this.mountPoint }, 'could not import a change'));
+  }
+
+  async #onHostChange(event: string, host: string, stats?: Stats): Promise<void> {
+    const svcPath = this.#svcPath(host);
+    if (!svcPath || svcPath === this.mountPoint || !isWithin(svcPath, this.mountPoint)) return;
+    switch (event) {
+      case 'add':
+      case 'change': {
+        const st = stats ?? (await lstat(host).catch(() => undefined));
+        if (!st) return;
+        if (st.isSymbolicLink() && (await this.#escapes(host))) {
+          this.#log.warn({ mount: this.mountPoint, path: host }, 'symlink points outside the mount directory: not imported');
+          return;
+        }
+        await this.#import(svcPath, host);
+        return;
+      }
+      case 'unlink':
+        this.#onDisk.delete(this.#rel(svcPath));
+        if (this.#fs.stat(svcPath)?.kind === 'file') await this.#fs.delete(svcPath, { fromBackend: true });
+        return;
+      case 'addDir':
+        await this.#fs.mkdir(svcPath, { parents: true, fromBackend: true });
+        return;
+      case 'unlinkDir':
+        this.#forget(this.#rel(svcPath));
+        if (this.#fs.stat(svcPath)?.kind === 'dir') await this.#fs.rmdir(svcPath, { recursive: true, fromBackend: true });
+        return;
+    }
+  }
+}
+
+function ignoreMissing(err: NodeJS.ErrnoException): void {
+  if (err.code !== 'ENOENT') throw err;
+}

@@ -1,0 +1,67 @@
+/**
+ * @module mounts/methods
+ * Mount methods (spec §4.6): active mounts and saved configurations.
+ */
+import { z } from 'zod';
+import { defineMethod, type ApiOf } from '../core/method.js';
+import { BACKEND_TYPES, type MountService } from './service.js';
+
+const mount_point = z.string();
+const spec = {
+  mount_point, backend_type: z.enum(BACKEND_TYPES), backend_config: z.record(z.string(), z.unknown()),
+  priority: z.number().int().default(0), readonly: z.boolean().default(false),
+};
+
+export function mountMethods(mounts: MountService) {
+  return [
+    defineMethod({
+      name: 'add_mount', access: 'user', description: 'Activate a storage mount; returns the mount point.',
+      params: z.strictObject(spec),
+      handler: (p) => mounts.add(p),
+    }),
+    defineMethod({
+      name: 'remove_mount', access: 'user', description: 'Deactivate a mount (its saved configuration is untouched).',
+      params: z.strictObject({ mount_point }),
+      handler: ({ mount_point }) => mounts.remove(mount_point),
+    }),
+    defineMethod({
+      name: 'list_mounts', access: 'user', description: 'Active mounts.',
+      params: z.strictObject({}),
+      handler: () => mounts.list(),
+    }),
+    defineMethod({
+      name: 'get_mount', access: 'user', description: 'An active mount, or null.',
+      params: z.strictObject({ mount_point }),
+      handler: ({ mount_point }) => mounts.get(mount_point),
+    }),
+    defineMethod({
+      name: 'has_mount', access: 'user', description: 'Whether a mount point is active.',
+      params: z.strictObject({ mount_point }),
+      handler: ({ mount_point }) => mounts.has(mount_point),
+    }),
+    defineMethod({
+      name: 'save_mount', access: 'user', description: 'Save a mount configuration (activated at start, or with load_mount); returns its UUID.',
+      params: z.strictObject({
+        ...spec, owner_user_id: z.string().optional(), tenant_id: z.string().optional(), description: z.string().optional(),
+      }),
+      handler: (p) => mounts.save(p),
+    }),
+    defineMethod({
+      name: 'list_saved_mounts', access: 'user', description: 'Saved mount configurations, filtered by owner and tenant.',
+      params: z.strictObject({ owner_user_id: z.string().optional(), tenant_id: z.string().optional() }),
+      handler: (p) => mounts.listSaved(p),
+    }),
+    defineMethod({
+      name: 'load_mount', access: 'user', description: 'Activate a saved mount; returns the mount record.',
+      params: z.strictObject({ mount_point }),
+      handler: ({ mount_point }) => mounts.load(mount_point),
+    }),
+    defineMethod({
+      name: 'delete_saved_mount', access: 'user', description: 'Delete a saved configuration (an active mount stays).',
+      params: z.strictObject({ mount_point }),
+      handler: ({ mount_point }) => mounts.deleteSaved(mount_point),
+    }),
+  ] as const;
+}
+
+export type MountApi = ApiOf<ReturnType<typeof mountMethods>>;

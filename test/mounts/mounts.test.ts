@@ -1,0 +1,177 @@
+import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync, readFileSync, existsSync, symlinkSync, mkdirSync } from 'node:fs';
+import { writeFile, unlink } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { buildServices, type Services } from '../../src/daemon.js';
+
+const enc = (s: string) => Buffer.from(s);
+const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+
+function tmp(t: Test, prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function open(t: Test, dataDir = tmp(t, 'svc-mnt-db-')): Services {
+  const services = buildServices(dataDir, pino({ level: 'silent' }));
+  t.teardown(async () => {
+    await services.mounts.close();
+    await services.store.close();
+  });
+  return services;
+}
+
+/** Poll (bounded) until `check` passes. */
+async function eventually(check: () => boolean, ms = 3000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return check();
+}
+
+t.test('local mount: svc writes are plain files; outside edits become versions', async (t) => {
+  const { fs, mounts } = open(t);
+  const host = tmp(t, 'svc-mnt-host-');
+  await writeFile(join(host, 'pre.txt'), 'was here');
+  t.equal(await mounts.add({ mount_point: '/data', backend_type: 'local', backend_config: { data_dir: host } }), '/data');
+  t.equal(fs.read('/data/pre.txt').content.toString(), 'was here', 'existing files imported');
+  t.equal(fs.read('/data/pre.txt').record.etag, sha('was here'));
+
+  await fs.write('/data/sub/a.txt', enc('from svc'));
+  t.equal(readFileSync(join(host, 'sub', 'a.txt'), 'utf8'), 'from svc', 'written before the answer');
+
+  await writeFile(join(host, 'sub', 'a.txt'), 'edited outside');
+  t.ok(await eventually(() => fs.stat('/data/sub/a.txt')?.kind === 'file' && fs.read('/data/sub/a.txt').content.toString() === 'edited outside'));
+  t.equal(fs.read('/data/sub/a.txt').record.etag, sha('edited outside'));
+  t.equal(fs.listVersions('/data/sub/a.txt').length, 2, 'an outside edit is a new version');
+
+  await writeFile(join(host, 'new.txt'), 'new outside');
+  t.ok(await eventually(() => fs.exists('/data/new.txt')));
+  await unlink(join(host, 'new.txt'));
+  t.ok(await eventually(() => !fs.exists('/data/new.txt')), 'outside delete shows up');
+
+  await fs.rename('/data/sub/a.txt', '/data/b.txt');
+  t.notOk(existsSync(join(host, 'sub', 'a.txt')));
+  t.equal(readFileSync(join(host, 'b.txt'), 'utf8'), 'edited outside');
+  await fs.delete('/data/b.txt');
+  t.notOk(existsSync(join(host, 'b.txt')));
+  await fs.mkdir('/data/d1/d2', { parents: true });
+  t.ok(existsSync(join(host, 'd1', 'd2')));
+  await fs.rmdir('/data/d1', { recursive: true });
+  t.notOk(existsSync(join(host, 'd1')));
+
+  t.same(mounts.list(), [{ mount_point: '/data', priority: 0, readonly: false, backend_type: 'LocalBackend', data_dir: host }]);
+  t.ok(mounts.has('/data'));
+  t.equal(mounts.get('/nope'), null);
+  await t.rejects(mounts.add({ mount_point: '/data', backend_type: 'local', backend_config: { data_dir: host } }), { code: -32001 });
+  t.equal(await mounts.remove('/data'), true);
+  t.equal(await mounts.remove('/data'), false);
+  t.equal(readFileSync(join(host, 'pre.txt'), 'utf8'), 'was here', 'host files untouched by remove');
+});
+
+t.test('read-only mounts refuse every change with -32004 naming the path', async (t) => {
+  const { fs, mounts, workspaces } = open(t);
+  const host = tmp(t, 'svc-mnt-ro-');
+  await writeFile(join(host, 'f.txt'), 'x');
+  await mounts.add({ mount_point: '/ro', backend_type: 'local', backend_config: { data_dir: host }, readonly: true });
+  t.equal(fs.read('/ro/f.txt').content.toString(), 'x');
+  await t.rejects(fs.write('/ro/f.txt', enc('y')), { code: -32004, message: /\/ro\/f.txt/ });
+  await t.rejects(fs.write('/ro/new.txt', enc('y')), { code: -32004 });
+  await t.rejects(fs.delete('/ro/f.txt'), { code: -32004 });
+  await t.rejects(fs.rename('/ro/f.txt', '/ro/g.txt'), { code: -32004 });
+  await t.rejects(fs.mkdir('/ro/d'), { code: -32004 });
+  await t.rejects(fs.rmdir('/ro', { recursive: true }), { code: -32004 });
+  await t.rejects(fs.rollback('/ro/f.txt', 1), { code: -32004 });
+  await fs.write('/other/x.txt', enc('1'));
+  await t.rejects(fs.rename('/other/x.txt', '/ro/x.txt'), { code: -32004 });
+  await workspaces.register('/ro');
+  await workspaces.snapshot('/ro');
+  await t.rejects(workspaces.restore('/ro', 1), { code: -32004 });
+  // outside changes still arrive
+  await writeFile(join(host, 'f.txt'), 'changed outside');
+  t.ok(await eventually(() => fs.read('/ro/f.txt').content.toString() === 'changed outside'));
+});
+
+t.test('routing: highest priority wins, then the longest prefix; no silent boundary crossing', async (t) => {
+  const { fs, mounts } = open(t);
+  const a = tmp(t, 'svc-mnt-a-');
+  const b = tmp(t, 'svc-mnt-b-');
+  await mounts.add({ mount_point: '/m', backend_type: 'local', backend_config: { data_dir: a } });
+  await mounts.add({ mount_point: '/m/inner', backend_type: 'local', backend_config: { data_dir: b } });
+  t.equal(mounts.route('/m/inner/x')?.spec.mount_point, '/m/inner', 'longest prefix at equal priority');
+  t.equal(mounts.route('/m/x')?.spec.mount_point, '/m');
+  t.equal(mounts.route('/elsewhere'), undefined);
+  await fs.write('/m/inner/x.txt', enc('inner'));
+  t.ok(existsSync(join(b, 'x.txt')));
+  await t.rejects(fs.rename('/m/inner/x.txt', '/m/x.txt'), { code: -32005, message: /mount boundary/ });
+  await t.rejects(fs.rmdir('/m', { recursive: true }), { code: -32005, message: /mount point/ });
+  await mounts.remove('/m/inner');
+  await mounts.add({ mount_point: '/m/inner', backend_type: 'local', backend_config: { data_dir: b }, priority: -1 });
+  t.equal(mounts.route('/m/inner/x')?.spec.mount_point, '/m', 'priority beats prefix length');
+});
+
+t.test('escape attempts are refused', async (t) => {
+  const { fs, mounts } = open(t);
+  const host = tmp(t, 'svc-mnt-esc-');
+  const outside = tmp(t, 'svc-mnt-out-');
+  await writeFile(join(outside, 'secret.txt'), 'secret');
+  symlinkSync(outside, join(host, 'link'));
+  mkdirSync(join(host, 'ok'));
+  await mounts.add({ mount_point: '/e', backend_type: 'local', backend_config: { data_dir: host } });
+  t.notOk(fs.exists('/e/link/secret.txt'), 'a symlink pointing outside is not imported');
+  await t.rejects(fs.write('/e/link/evil.txt', enc('x')), { code: -32004, message: /escapes/ });
+  t.notOk(existsSync(join(outside, 'evil.txt')));
+  await t.rejects(fs.write('/e/../etc/passwd', enc('x')), { code: -32002 });
+  await fs.write('/e/ok/fine.txt', enc('fine'));
+  t.ok(existsSync(join(host, 'ok', 'fine.txt')));
+});
+
+t.test('backend validation and unavailable backends', async (t) => {
+  const { mounts } = open(t);
+  await t.rejects(mounts.add({ mount_point: '/x', backend_type: 'local', backend_config: {} }), { code: -32602, data: { param: 'backend_config.data_dir' } });
+  await t.rejects(mounts.add({ mount_point: '/x', backend_type: 'local', backend_config: { data_dir: 'relative/dir' } }), { code: -32602 });
+  await t.rejects(mounts.add({ mount_point: '/x', backend_type: 'cas_bucket', backend_config: { bucket: 'b' } }), { code: -32602 });
+  await t.rejects(mounts.add({ mount_point: '/x', backend_type: 'cas_bucket', backend_config: { bucket: 'b', project_id: 'p' } }), { code: -32005, message: /not available yet/ });
+  await t.rejects(mounts.add({ mount_point: '/x', backend_type: 'cloud_drive', backend_config: { access_token: 'a', refresh_token: 'r' } }), { code: -32005 });
+  t.same(mounts.list(), []);
+});
+
+t.test('saved mounts: save, list with filters, load, delete; activated again after a restart', async (t) => {
+  const dataDir = tmp(t, 'svc-mnt-saved-');
+  const host = tmp(t, 'svc-mnt-saved-host-');
+  await writeFile(join(host, 'keep.txt'), 'kept');
+  {
+    const { mounts, store } = buildServices(dataDir, pino({ level: 'silent' }));
+    const id = await mounts.save({ mount_point: '/saved', backend_type: 'local', backend_config: { data_dir: host }, owner_user_id: 'alice', tenant_id: 't1', description: 'mine' });
+    t.match(id, /^[0-9a-f-]{36}$/);
+    await t.rejects(mounts.save({ mount_point: '/saved', backend_type: 'local', backend_config: { data_dir: host } }), { code: -32001 });
+    await mounts.save({ mount_point: '/other', backend_type: 'cas_bucket', backend_config: { bucket: 'b', project_id: 'p' }, owner_user_id: 'bob' });
+    t.equal(mounts.has('/saved'), false, 'save does not activate');
+    t.same(mounts.listSaved({ owner_user_id: 'alice' }).map((m) => m.mount_point), ['/saved']);
+    t.same(mounts.listSaved({ tenant_id: 't1' }).map((m) => m.mount_id), [id]);
+    t.equal(mounts.listSaved().length, 2);
+    t.match(mounts.listSaved({ owner_user_id: 'alice' })[0], { description: 'mine', backend_type: 'local', priority: 0, readonly: false });
+    await t.rejects(mounts.load('/missing'), { code: -32000, message: 'Mount not found in database: /missing' });
+    t.match(await mounts.load('/saved'), { mount_point: '/saved', backend_type: 'LocalBackend' });
+    await mounts.close();
+    await store.close();
+  }
+  // restart: saved mounts are activated by the daemon at start
+  const { Daemon } = await import('../../src/daemon.js');
+  const { loadConfig } = await import('../../src/config.js');
+  const daemon = new Daemon(loadConfig({ port: 0, dataDir, logLevel: 'silent' }, {}));
+  await daemon.start();
+  t.teardown(() => daemon.stop());
+  t.ok(daemon.services.mounts.has('/saved'));
+  t.notOk(daemon.services.mounts.has('/other'), 'an unavailable backend is logged, not fatal');
+  t.equal(daemon.services.fs.read('/saved/keep.txt').content.toString(), 'kept');
+  t.equal(await daemon.services.mounts.deleteSaved('/saved'), true);
+  t.equal(await daemon.services.mounts.deleteSaved('/saved'), false);
+  t.ok(daemon.services.mounts.has('/saved'), 'the active mount is untouched');
+});
