@@ -60,11 +60,13 @@ export function parseParams(method: AnyMethod, raw: unknown): unknown {
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   if (issue.code === 'unrecognized_keys') {
-    const param = (issue as { keys: string[] }).keys[0]!;
+    const param = [...issue.path.map(String), (issue as { keys: string[] }).keys[0]!].join('.');
     throw new InvalidParamsError(`Invalid params: unknown parameter '${param}' for ${method.name}`, { param });
   }
   const param = issue.path.map(String).join('.') || undefined;
-  const isMissing = issue.code === 'invalid_type' && (raw as Record<string, unknown>)[String(issue.path[0])] === undefined;
+  // Absent is "missing" whatever the schema's own complaint (bytesParam is z.any().transform and
+  // reports a custom issue for undefined, not invalid_type).
+  const isMissing = issue.path.length > 0 && (raw as Record<string, unknown>)[String(issue.path[0])] === undefined;
   const message = isMissing
     ? `Invalid params: missing required parameter '${param}'`
     : `Invalid params: ${param ? `'${param}': ` : ''}${issue.message}`;

@@ -10,8 +10,8 @@ export const MAX_NAME_BYTES = 255;
 /** Longest whole path in UTF-8 bytes (PATH_MAX). */
 export const MAX_PATH_BYTES = 4096;
 
-// C0 controls and DEL: NUL, newline, tab… are never part of a name.
-const CONTROL = /[\u0000-\u001f\u007f]/;
+// C0 controls, DEL and C1 controls: NUL, newline, tab… are never part of a name.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 /**
  * Normalise a path: trim, add a leading `/`, collapse `//`, drop a trailing `/`.

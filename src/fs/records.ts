@@ -20,8 +20,13 @@ interface EntryBase {
   gid?: number;
 }
 
+/** The POSIX attributes an entry may carry (set through the FUSE face). */
+export type EntryAttributes = Pick<EntryBase, 'mode' | 'uid' | 'gid'>;
+
 export interface FileRecord extends EntryBase {
   kind: 'file';
+  /** A symbolic link: the content is the link target (git's mode 120000 model). */
+  symlink?: boolean;
   version: number;
   etag: string;
   size: number;

@@ -23,7 +23,7 @@ import {
   ConflictError, ExistsError, InvalidParamsError, InvalidPathError, NotFoundError, ValidationError,
 } from '../core/errors.js';
 import {
-  type DirRecord, type EntryRecord, type FileRecord, type VersionRecord,
+  type DirRecord, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord,
   entryKey, keyPath, childrenRange, subtreeRanges, versionKey, versionsRange,
 } from './records.js';
 
@@ -52,6 +52,23 @@ export interface WriteOptions extends ChangeOrigin {
   ifMatch?: string | undefined;
   ifNoneMatch?: boolean | undefined;
   force?: boolean | undefined;
+  /** POSIX attributes for the entry; absent ones are kept from the current entry. */
+  attributes?: EntryAttributes | undefined;
+  /** Store the content as a symbolic link's target. */
+  symlink?: boolean | undefined;
+}
+
+/** One chunk of content handed to {@link FsService.writeChunks}. */
+export interface ContentPiece {
+  data: Uint8Array;
+  /** SHA-256 (hex) of `data`, when the caller knows it (a chunk read from this store). */
+  hash?: string | undefined;
+}
+
+/** What {@link FsService.setAttributes} changes; absent fields stay as they are. */
+export interface AttributeChanges extends EntryAttributes {
+  /** Modification time, ms since epoch. */
+  modified?: number | undefined;
 }
 
 export interface WriteResult {
@@ -209,7 +226,39 @@ export class FsService {
     const p = normalizeFilePath(path);
     this.#check(opts, 'write', [p], false);
     const etag = sha256(content);
-    const pieces = splitChunks(content, etag);
+    return this.#commitVersion(p, etag, content.byteLength, splitChunks(content, etag), opts);
+  }
+
+  /**
+   * Write a file whose content the caller holds as chunks (the FUSE face commits an open file this
+   * way, without joining it into one buffer): every piece but the last is exactly
+   * {@link CHUNK_SIZE} bytes. One new version, like {@link write}.
+   */
+  async writeChunks(path: string, pieces: readonly ContentPiece[], opts: WriteOptions = {}): Promise<WriteResult> {
+    const p = normalizeFilePath(path);
+    this.#check(opts, 'write', [p], false);
+    const whole = createHash('sha256');
+    const chunks: { hash: string; data: Uint8Array }[] = [];
+    let size = 0;
+    for (const [i, piece] of pieces.entries()) {
+      const n = piece.data.byteLength;
+      if (n > CHUNK_SIZE || (n < CHUNK_SIZE && i < pieces.length - 1)) {
+        throw new Error(`writeChunks: piece ${i} of ${pieces.length} has ${n} bytes (chunks are ${CHUNK_SIZE})`);
+      }
+      whole.update(piece.data);
+      size += n;
+      chunks.push({ hash: piece.hash ?? sha256(piece.data), data: piece.data });
+    }
+    const etag = whole.digest('hex');
+    // An empty file is one empty chunk, as write() stores it.
+    if (chunks.length === 0) chunks.push({ hash: etag, data: new Uint8Array(0) });
+    return this.#commitVersion(p, etag, size, chunks, opts);
+  }
+
+  /** Store one new version of `p` made of `pieces` (checks first, then writes: see the module note). */
+  async #commitVersion(
+    p: string, etag: string, size: number, pieces: { hash: string; data: Uint8Array }[], opts: WriteOptions,
+  ): Promise<WriteResult> {
     const now = Date.now();
     const result = await this.#store.transact(() => {
       const existing = this.#entries.get(entryKey(p));
@@ -234,17 +283,18 @@ export class FsService {
       const contentType = contentTypeOf(p);
       const chunks = pieces.map((c) => c.hash);
       this.#versions.put(versionKey(p, version), {
-        version, etag, size: content.byteLength, chunks, modified: now, contentType, source: 'write',
+        version, etag, size, chunks, modified: now, contentType, source: 'write',
       });
       this.#entries.put(entryKey(p), {
-        kind: 'file', version, etag, size: content.byteLength, chunks, contentType,
+        kind: 'file', version, etag, size, chunks, contentType,
         created: existing?.created ?? now, modified: now,
-        ...(existing?.mode !== undefined ? { mode: existing.mode, uid: existing.uid, gid: existing.gid } : {}),
+        ...keptAttributes(existing, opts.attributes),
+        ...(opts.symlink ? { symlink: true } : {}),
       });
       return { created: missingParents, version };
     });
     await this.#commit([...mkdirEvents(result.created, now), { type: 'write', path: p, etag, version: result.version, at: iso(now) }]);
-    return { etag, version: result.version, size: content.byteLength, modified_at: new Date(now) };
+    return { etag, version: result.version, size, modified_at: new Date(now) };
   }
 
   async delete(path: string, origin: ChangeOrigin = {}): Promise<void> {
@@ -259,7 +309,13 @@ export class FsService {
     await this.#commit([{ type: 'delete', path: p, at: iso(Date.now()) }]);
   }
 
-  async rename(oldPath: string, newPath: string, origin: ChangeOrigin = {}): Promise<void> {
+  /**
+   * Move a file or a directory with everything below it. An existing destination is -32001 unless
+   * `overwrite` (POSIX rename, the FUSE face): then a file replaces a file, keeping the
+   * destination's history (the moved content becomes its next version), and a directory replaces
+   * an empty directory; file over directory is EISDIR, directory over file ENOTDIR.
+   */
+  async rename(oldPath: string, newPath: string, origin: { overwrite?: boolean | undefined } & ChangeOrigin = {}): Promise<void> {
     const from = normalizeFilePath(oldPath);
     const to = normalizeFilePath(newPath);
     this.#check(origin, 'rename', [from, to], true);
@@ -274,11 +330,22 @@ export class FsService {
     const created = await this.#store.transact(() => {
       const src = this.#entries.get(entryKey(from));
       if (!src) throw fileNotFound(from);
-      if (this.#entries.get(entryKey(to))) {
+      const dst = this.#entries.get(entryKey(to));
+      if (dst && !origin.overwrite) {
         throw new ExistsError(`Destination path already exists: ${to}`, { path: to });
+      }
+      if (dst?.kind === 'dir' && src.kind === 'file') throw isADirectory(to);
+      if (dst?.kind === 'file' && src.kind === 'dir') throw notADirectory(to);
+      if (dst?.kind === 'dir' && first(this.#entries.keys({ ...childrenRange(to), limit: 1 })) !== undefined) {
+        throw new ValidationError(`Directory not empty: ${to}`, { path: to, errno: 'ENOTEMPTY' });
       }
       const missingParents = this.#checkParents(to, true);
       this.#createDirs(missingParents, now);
+      if (dst?.kind === 'file' && src.kind === 'file') {
+        this.#replaceFile(from, src, to, dst, now);
+        return missingParents;
+      }
+      if (dst) this.#entries.remove(entryKey(to));
       this.#move(from, to, src);
       if (src.kind === 'dir') {
         // Collect first: the ranges change under us as we move.
@@ -293,7 +360,9 @@ export class FsService {
     await this.#commit([...mkdirEvents(created, now), { type: 'rename', path: from, new_path: to, at: iso(now) }]);
   }
 
-  async mkdir(path: string, opts: { parents?: boolean; existOk?: boolean } & ChangeOrigin = {}): Promise<void> {
+  async mkdir(
+    path: string, opts: { parents?: boolean; existOk?: boolean; attributes?: EntryAttributes | undefined } & ChangeOrigin = {},
+  ): Promise<void> {
     const p = normalizePath(path);
     if (p !== '/') this.#check(opts, 'mkdir', [p], false);
     if (p === '/') {
@@ -309,7 +378,8 @@ export class FsService {
       }
       if (existing) throw new ExistsError(`File exists: ${p}`, { path: p });
       const missing = this.#checkParents(p, opts.parents ?? false);
-      this.#createDirs([...missing, p], now);
+      this.#createDirs(missing, now);
+      this.#entries.put(entryKey(p), { kind: 'dir', created: now, modified: now, ...opts.attributes } satisfies DirRecord);
       return [...missing, p];
     });
     await this.#commit(mkdirEvents(created, now));
@@ -330,6 +400,26 @@ export class FsService {
       this.#removeSubtree(p);
     });
     await this.#commit([{ type: 'rmdir', path: p, at: iso(Date.now()) }]);
+  }
+
+  /**
+   * Change the POSIX attributes of a file or directory (chmod, chown, utimes through the FUSE
+   * face). Metadata only: no new version, no change event. Returns the updated record.
+   */
+  async setAttributes(path: string, changes: AttributeChanges, origin: ChangeOrigin = {}): Promise<EntryRecord> {
+    const p = normalizeFilePath(path);
+    this.#check(origin, 'write', [p], false);
+    return this.#store.transact(() => {
+      const rec = this.#entries.get(entryKey(p));
+      if (!rec) throw new NotFoundError(`Not found: ${p}`, { path: p });
+      const next: EntryRecord = { ...rec };
+      if (changes.mode !== undefined) next.mode = changes.mode & 0o7777;
+      if (changes.uid !== undefined) next.uid = changes.uid;
+      if (changes.gid !== undefined) next.gid = changes.gid;
+      if (changes.modified !== undefined) next.modified = changes.modified;
+      this.#entries.put(entryKey(p), next);
+      return next;
+    });
   }
 
   // ---------------------------------------------------------------- listing and search
@@ -407,16 +497,20 @@ export class FsService {
       }
     }
     files.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    // Most files of a grep do not match at all: one test of the whole text (multiline, so ^ and $
+    // anchor at line breaks) skips splitting them into lines. Only where that test can never miss
+    // a per-line match: lookarounds can see across a line break, and $ does not match before \r\n.
+    const prefilter = /\(\?<?[=!]|\$/.test(opts.pattern) ? undefined : new RegExp(re.source, re.flags + 'm');
     const out: GrepMatch[] = [];
     for (const [p, rec] of files) {
       if (out.length >= max) break;
-      const hits = this.#grepFile(p, rec, re, max - out.length);
+      const hits = this.#grepFile(p, rec, re, prefilter, max - out.length);
       for (const h of hits) out.push(h);
     }
     return out;
   }
 
-  #grepFile(path: string, rec: FileRecord, re: RegExp, max: number): GrepMatch[] {
+  #grepFile(path: string, rec: FileRecord, re: RegExp, prefilter: RegExp | undefined, max: number): GrepMatch[] {
     const decoder = new TextDecoder('utf-8', { fatal: true });
     const hits: GrepMatch[] = [];
     let carry = '';
@@ -437,13 +531,15 @@ export class FsService {
       let i = 0;
       for (const chunk of this.chunks(rec)) {
         const last = ++i === n;
+        if (hits.length >= max) {
+          // Enough hits, but the rest must still decode: a non-UTF-8 file contributes nothing.
+          decoder.decode(chunk, { stream: !last });
+          continue;
+        }
         const text = carry + decoder.decode(chunk, { stream: !last });
-        // Fast path: most files of a grep do not match at all; skip splitting them into lines.
-        // Multiline, so ^ and $ anchor at line ends as they do per line (else `^foo` misses line 2).
-        if (last && hits.length === 0 && !new RegExp(re.source, re.flags + 'm').test(text)) return [];
+        if (last && hits.length === 0 && prefilter && !prefilter.test(text)) return [];
         if (last && text.endsWith('\n')) scan(text.slice(0, -1), true);
         else scan(text, last);
-        if (hits.length >= max) break;
       }
     } catch (err) {
       if (err instanceof TypeError) return []; // not UTF-8: skipped (WIRE.md)
@@ -475,6 +571,11 @@ export class FsService {
       throw new NotFoundError(`Version ${version} not found for ${p}`, { path: p, version });
     }
     return v;
+  }
+
+  /** The record of one version (its chunks, for reading it piecewise); -32000 when absent. */
+  versionRecord(path: string, version: number): VersionRecord {
+    return this.#version(normalizeFilePath(path), version);
   }
 
   getVersion(path: string, version: number): Buffer {
@@ -678,6 +779,22 @@ export class FsService {
     this.#entries.remove(entryKey(p));
   }
 
+  /**
+   * rename() of a file over a file: `to` keeps its history and gains a version with the content of
+   * `from` (and its attributes, as the moved inode would have); `from` and its history go.
+   */
+  #replaceFile(from: string, src: FileRecord, to: string, dst: FileRecord, now: number): void {
+    const version = dst.version + 1;
+    // Reference the content for `to` before `from` drops its references, so no chunk reaches zero.
+    for (const hash of src.chunks) this.#ref(hash);
+    const contentType = contentTypeOf(to);
+    this.#versions.put(versionKey(to, version), {
+      version, etag: src.etag, size: src.size, chunks: src.chunks, modified: now, contentType, source: 'rename',
+    });
+    this.#entries.put(entryKey(to), { ...src, version, contentType, created: dst.created });
+    this.#removeFile(from);
+  }
+
   #move(from: string, to: string, rec: EntryRecord): void {
     this.#entries.remove(entryKey(from));
     this.#entries.put(entryKey(to), rec);
@@ -709,6 +826,22 @@ export class FsService {
 }
 
 const ROOT: DirRecord = Object.freeze({ kind: 'dir', created: 0, modified: 0 }) as DirRecord;
+
+/**
+ * The POSIX attributes a new version of a file carries: the writer's, else the entry's own. Writing
+ * content over a symbolic link makes a regular file, so a link's attributes are not kept.
+ */
+function keptAttributes(existing: EntryRecord | undefined, given: EntryAttributes | undefined): EntryAttributes {
+  const own = existing?.kind === 'file' && existing.symlink ? undefined : existing;
+  const out: EntryAttributes = {};
+  const mode = given?.mode ?? own?.mode;
+  const uid = given?.uid ?? own?.uid;
+  const gid = given?.gid ?? own?.gid;
+  if (mode !== undefined) out.mode = mode;
+  if (uid !== undefined) out.uid = uid;
+  if (gid !== undefined) out.gid = gid;
+  return out;
+}
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();

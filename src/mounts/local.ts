@@ -9,7 +9,7 @@
  * mount is activated: svc's view of the mount point is made equal to it.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, realpathSync, type Stats } from 'node:fs';
+import { createReadStream, realpathSync } from 'node:fs';
 import { lstat, mkdir, open, readFile, readdir, realpath, rename, rm, unlink } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import chokidar, { type FSWatcher } from 'chokidar';
@@ -53,7 +53,7 @@ export class LocalBackend {
       awaitWriteFinish: { stabilityThreshold: 120, pollInterval: 40 },
       ignored: (p: string) => p.split(sep).pop()!.startsWith(TEMP_PREFIX),
     });
-    watcher.on('all', (event, path, stats) => this.#enqueue(() => this.#onHostChange(event, path, stats)));
+    watcher.on('all', (event, path) => this.#enqueue(() => this.#onHostChange(event, path)));
     watcher.on('error', (err) => this.#log.warn({ err, mount: this.mountPoint }, 'watcher error'));
     await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
     this.#watcher = watcher;
@@ -229,15 +229,17 @@ export class LocalBackend {
     this.#queue = this.#queue.then(job).catch((err) => this.#log.warn({ err, mount: this.mountPoint }, 'could not import a change'));
   }
 
-  async #onHostChange(event: string, host: string, stats?: Stats): Promise<void> {
+  async #onHostChange(event: string, host: string): Promise<void> {
     const svcPath = this.#svcPath(host);
     if (!svcPath || svcPath === this.mountPoint || !isWithin(svcPath, this.mountPoint)) return;
+    // Events arrive late (write-finish stabilisation): act on what the disk holds now, not on what
+    // it held then, or a stale addDir would bring back a directory svc has just removed.
+    const now = await lstat(host).catch(() => undefined);
     switch (event) {
       case 'add':
       case 'change': {
-        const st = stats ?? (await lstat(host).catch(() => undefined));
-        if (!st) return;
-        if (st.isSymbolicLink() && (await this.#escapes(host))) {
+        if (!now) return;
+        if (now.isSymbolicLink() && (await this.#escapes(host))) {
           this.#log.warn({ mount: this.mountPoint, path: host }, 'symlink points outside the mount directory: not imported');
           return;
         }
@@ -245,13 +247,16 @@ export class LocalBackend {
         return;
       }
       case 'unlink':
+        if (now) return;
         this.#onDisk.delete(this.#rel(svcPath));
         if (this.#fs.stat(svcPath)?.kind === 'file') await this.#fs.delete(svcPath, { fromBackend: true });
         return;
       case 'addDir':
+        if (!now?.isDirectory() || this.#fs.stat(svcPath)?.kind === 'dir') return;
         await this.#fs.mkdir(svcPath, { parents: true, fromBackend: true });
         return;
       case 'unlinkDir':
+        if (now) return;
         this.#forget(this.#rel(svcPath));
         if (this.#fs.stat(svcPath)?.kind === 'dir') await this.#fs.rmdir(svcPath, { recursive: true, fromBackend: true });
         return;

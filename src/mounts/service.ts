@@ -17,8 +17,9 @@ import { normalizePath, isWithin } from '../core/paths.js';
 import { ExistsError, InvalidParamsError, NotFoundError, PermissionDeniedError, ValidationError } from '../core/errors.js';
 import { LocalBackend } from './local.js';
 
-export const BACKEND_TYPES = ['local', 'cas_bucket', 'bucket_connector', 'cloud_drive'] as const;
-export type BackendType = (typeof BACKEND_TYPES)[number];
+import { BACKEND_TYPES, type BackendType } from './types.js';
+
+export { BACKEND_TYPES, type BackendType };
 
 /** What each backend type reports itself as (spec §2.3, WIRE.md "Mounts"). */
 const REPORTED: Record<BackendType, string> = {

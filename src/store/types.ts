@@ -9,10 +9,15 @@
 /** Ordered keys: strings compare by UTF-8 bytes, which keeps a directory's entries contiguous. */
 export type Key = string;
 
+/**
+ * A key range in iteration order (lmdb-js semantics): iteration begins at `start` (inclusive) and
+ * stops before `end` (exclusive). Forward, `start` is the lower bound; with `reverse`, keys come
+ * in descending order and `start` is the upper bound, `end` the lower (so `start >= end`).
+ */
 export interface RangeOptions {
-  /** Inclusive lower bound. */
+  /** Inclusive bound where iteration begins (lower forward, upper with `reverse`). */
   start?: Key;
-  /** Exclusive upper bound. */
+  /** Exclusive bound where iteration stops (upper forward, lower with `reverse`). */
   end?: Key;
   reverse?: boolean;
   limit?: number;

@@ -13,11 +13,13 @@ class LmdbTable<V> implements Table<V> {
   get(key: Key): V | undefined {
     return this.db.get(key);
   }
+  // lmdb-js writes into the options object it is given (getKeys sets values:false), so it gets a
+  // copy: a caller reusing one RangeOptions for keys() then range() would see undefined keys.
   range(options: RangeOptions): Iterable<{ key: Key; value: V }> {
-    return this.db.getRange(options) as Iterable<{ key: Key; value: V }>;
+    return this.db.getRange({ ...options }) as Iterable<{ key: Key; value: V }>;
   }
   keys(options: RangeOptions): Iterable<Key> {
-    return this.db.getKeys(options) as Iterable<Key>;
+    return this.db.getKeys({ ...options }) as Iterable<Key>;
   }
   put(key: Key, value: V): void {
     this.db.put(key, value);

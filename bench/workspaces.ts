@@ -1,0 +1,73 @@
+/**
+ * @module bench/workspaces
+ * Workspace snapshot figures (issue 5): snapshot of a 10,000-file workspace, restore of it after
+ * 1,000 changes, diff of two such snapshots. In-process (the service, not the wire), printed next
+ * to their targets; never asserted. Run: `npm run bench:workspaces`.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { buildServices } from '../src/daemon.js';
+
+const FILES = 10_000;
+const CHANGES = 1_000;
+const RUNS = 5;
+
+function ms(start: bigint): number {
+  return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-ws-'));
+  const { fs, workspaces, store, mounts } = buildServices(dir, pino({ level: 'silent' }));
+  try {
+    const batch = 500;
+    for (let i = 0; i < FILES; i += batch) {
+      await Promise.all(Array.from({ length: Math.min(batch, FILES - i) }, (_, j) =>
+        fs.write(`/ws/d${(i + j) % 50}/s${(i + j) % 7}/f${i + j}.txt`, Buffer.from(`file ${i + j}\n`.repeat(8)))));
+    }
+    await workspaces.register('/ws');
+
+    const snapshotTimes: number[] = [];
+    const restoreTimes: number[] = [];
+    const diffTimes: number[] = [];
+    for (let run = 0; run < RUNS; run++) {
+      let t = process.hrtime.bigint();
+      const base = await workspaces.snapshot('/ws', { description: `base ${run}` });
+      snapshotTimes.push(ms(t));
+      // 1,000 changes: 600 modified, 200 deleted, 200 added
+      const ops: Promise<unknown>[] = [];
+      for (let k = 0; k < 600; k++) ops.push(fs.write(`/ws/d${k % 50}/s${k % 7}/f${k}.txt`, Buffer.from(`changed ${run} ${k}\n`)));
+      for (let k = 600; k < 800; k++) ops.push(fs.delete(`/ws/d${k % 50}/s${k % 7}/f${k}.txt`));
+      for (let k = 0; k < CHANGES - 800; k++) ops.push(fs.write(`/ws/new${run}/n${k}.txt`, Buffer.from(`new ${k}\n`)));
+      await Promise.all(ops);
+      const after = await workspaces.snapshot('/ws');
+      t = process.hrtime.bigint();
+      const d = workspaces.diff('/ws', base.snapshot_number, after.snapshot_number);
+      diffTimes.push(ms(t));
+      if (d.summary.modified_count + d.summary.deleted_count + d.summary.added_count !== CHANGES) throw new Error('diff miscounted');
+      t = process.hrtime.bigint();
+      const r = await workspaces.restore('/ws', base.snapshot_number);
+      restoreTimes.push(ms(t));
+      if (r.files_restored + r.files_deleted !== CHANGES) throw new Error('restore miscounted');
+    }
+    const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const rows: [string, number, number][] = [
+      [`snapshot of ${FILES.toLocaleString('en')} files`, med(snapshotTimes), 200],
+      [`restore after ${CHANGES.toLocaleString('en')} changes`, med(restoreTimes), 1000],
+      ['diff of two snapshots', med(diffTimes), 100],
+    ];
+    console.log(`workspaces (median of ${RUNS} runs, in-process, node ${process.version})`);
+    console.log('operation'.padEnd(34) + 'ms'.padStart(10) + 'target'.padStart(12) + '  verdict');
+    for (const [name, v, target] of rows) {
+      console.log(name.padEnd(34) + v.toFixed(1).padStart(10) + `≤ ${target}`.padStart(12) + `  ${v <= target ? 'meets' : 'MISSES'}`);
+    }
+  } finally {
+    await mounts.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
