@@ -4,6 +4,7 @@
  * them in reverse. `new Daemon(config)` does no I/O; `start()` is memoised; `stop()` is idempotent.
  */
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { Config } from './config.js';
 import { createLogger, type Logger } from './core/log.js';
 import { EventBus } from './core/events.js';
@@ -11,14 +12,25 @@ import { buildTable, type MethodTable } from './core/method.js';
 import { LmdbStore } from './store/lmdb/index.js';
 import { FsService } from './fs/service.js';
 import { fsMethods } from './fs/methods.js';
+import { posixMethods } from './fs/posix.js';
 import { WorkspaceService } from './workspaces/service.js';
 import { workspaceMethods } from './workspaces/methods.js';
 import { MountService } from './mounts/service.js';
 import { mountMethods } from './mounts/methods.js';
 import { Authenticator } from './auth/authenticator.js';
-import { SimpleKeyProvider } from './auth/simple.js';
+import { createAuthProvider } from './auth/factory.js';
+import { ApiKeyStore } from './auth/keys.js';
+import { LocalAuthProvider } from './auth/local.js';
+import { AdminService } from './admin/service.js';
+import { adminMethods } from './admin/methods.js';
+import { NamespaceService } from './namespaces/service.js';
+import { namespaceMethods } from './namespaces/methods.js';
+import { RebacService } from './rebac/service.js';
+import { rebacMethods } from './rebac/methods.js';
 import { Dispatcher } from './transports/rpc/dispatch.js';
 import { HttpFace } from './transports/rpc/http.js';
+import { FuseMount } from './transports/fuse/mount.js';
+import { LocalBackend as FuseLocalBackend } from './transports/fuse/local.js';
 import { VERSION } from './version.js';
 
 export interface Services {
@@ -27,18 +39,40 @@ export interface Services {
   readonly fs: FsService;
   readonly workspaces: WorkspaceService;
   readonly mounts: MountService;
+  readonly keys: ApiKeyStore;
+  readonly admin: AdminService;
+  readonly namespaces: NamespaceService;
+  readonly rebac: RebacService;
   readonly methods: MethodTable;
 }
 
+/** What buildServices needs beyond the data directory. */
+export interface BuildOptions {
+  /** The daemon's auth mode; key administration is live only for `database`. */
+  authType?: string | undefined;
+  /** Whether permissions are enforced (default true); the ReBAC and namespace methods guard themselves with it. */
+  enforcePermissions?: boolean | undefined;
+}
+
 /** Build the services over one data directory (also used by tests and local-mode tools). */
-export function buildServices(dataDir: string, log: Logger): Services {
+export function buildServices(dataDir: string, log: Logger, opts: BuildOptions = {}): Services {
   const store = new LmdbStore(dataDir);
   const events = new EventBus((err) => log.error({ err }, 'change listener failed'));
   const fs = new FsService({ store, blobs: store.blobs, events });
   const workspaces = new WorkspaceService({ store, fs });
   const mounts = new MountService({ store, fs, log: log.child({ component: 'mounts' }) });
-  const methods = buildTable(fsMethods(fs), workspaceMethods(workspaces), mountMethods(mounts));
-  return { store, events, fs, workspaces, mounts, methods };
+  const keys = new ApiKeyStore({
+    store, secretPath: join(dataDir, 'auth-secret'), onWriteError: (err) => log.error({ err }, 'auth audit write failed'),
+  });
+  const admin = new AdminService({ keys, authType: opts.authType });
+  const namespaces = new NamespaceService({ store });
+  const rebac = new RebacService({ store, namespaces });
+  // A rename is answered only once the tuples on the moved paths have followed it.
+  fs.addCommitHook((changes) => rebac.followRenames(changes));
+  const enforce = { enforce: opts.enforcePermissions ?? true };
+  const methods = buildTable(fsMethods(fs), posixMethods(fs), workspaceMethods(workspaces), mountMethods(mounts), adminMethods(admin),
+    rebacMethods(rebac, enforce), namespaceMethods(namespaces, enforce));
+  return { store, events, fs, workspaces, mounts, keys, admin, namespaces, rebac, methods };
 }
 
 export class Daemon {
@@ -46,6 +80,7 @@ export class Daemon {
   readonly log: Logger;
   #services: Services | undefined;
   #http: HttpFace | undefined;
+  #fuse: FuseMount | undefined;
   #authenticator: Authenticator | undefined;
   #address: AddressInfo | undefined;
   #starting: Promise<AddressInfo> | undefined;
@@ -74,14 +109,22 @@ export class Daemon {
 
   async #start(): Promise<AddressInfo> {
     const { config, log } = this;
-    const services = buildServices(config.dataDir, log);
+    const services = buildServices(config.dataDir, log, { authType: config.authType, enforcePermissions: config.enforcePermissions });
     this.#services = services;
     await services.mounts.activateSaved();
-    this.#authenticator = new Authenticator(config.apiKey ? new SimpleKeyProvider(config.apiKey) : undefined);
+    const provider = createAuthProvider(
+      config.authType, config.authType === 'simple' ? { api_key: config.apiKey } : config.authConfig,
+      { store: services.keys, log: log.child({ component: 'auth' }) },
+    );
+    this.#authenticator = new Authenticator(provider);
+    if (provider && !config.enforcePermissions) {
+      log.warn('permission enforcement is off (--enforce-permissions=false): every authenticated caller may touch every file');
+    }
     const dispatcher = new Dispatcher(services.methods, log.child({ component: 'rpc' }));
     this.#http = new HttpFace({
       host: config.host, port: config.port, maxBody: config.maxBody, dispatcher, authenticator: this.#authenticator,
       events: services.events, log: log.child({ component: 'http' }),
+      login: provider instanceof LocalAuthProvider ? (username, password) => provider.login(username, password) : undefined,
       status: () => ({
         version: VERSION,
         backend: { type: 'local', location: services.store.blobs.describe().location },
@@ -89,6 +132,14 @@ export class Daemon {
       }),
     });
     this.#address = await this.#http.listen();
+    if (config.mount) {
+      // In-process mount: the FUSE face calls the services directly, after the HTTP face is up.
+      this.#fuse = new FuseMount({
+        dir: config.mount, log: log.child({ component: 'fuse' }),
+        backend: new FuseLocalBackend({ fs: services.fs, events: services.events, dataDir: config.dataDir }),
+      });
+      await this.#fuse.start();
+    }
     log.info({ host: this.#address.address, port: this.#address.port, dataDir: config.dataDir, auth: this.#authenticator.enabled }, 'svc ready');
     return this.#address;
   }
@@ -103,6 +154,7 @@ export class Daemon {
     await this.#starting?.catch(() => undefined);
     await this.#http?.close();
     await this.#authenticator?.close();
+    await this.#fuse?.stop();
     await this.#services?.mounts.close();
     await this.#services?.store.close();
     this.log.info('svc stopped');

@@ -6,7 +6,7 @@
  */
 import { AccessDeniedError, PermissionDeniedError } from '../core/errors.js';
 import { type OperationContext, DEFAULT_TENANT, anonymousContext, parseSubject } from '../core/context.js';
-import type { AuthProvider } from './types.js';
+import type { AuthProvider, AuthResult } from './types.js';
 
 export interface CredentialHeaders {
   authorization?: string | undefined;
@@ -36,16 +36,21 @@ export class Authenticator {
     const result = await this.provider.authenticate(token);
     if (!result.authenticated) throw new AccessDeniedError('Invalid or expired token');
     const own = { type: result.subject_type, id: result.subject_id ?? result.user_id ?? 'unknown' };
-    // Only an admin may act as someone else (the user-key-as-own-agent rule arrives with identity).
-    if (subject && !result.is_admin && (subject.type !== own.type || subject.id !== own.id)) {
+    // An admin may act as anyone; anyone else only as itself or, a user, as one of its own agents.
+    if (subject && !result.is_admin && !mayActAs(result, own, subject)) {
       throw new PermissionDeniedError(`Credential may not act as ${subject.type}:${subject.id}`);
+    }
+    // A credential's tenant is its context tenant; only an admin may choose another one.
+    const ownTenant = result.tenant_id ?? DEFAULT_TENANT;
+    if (tenantHeader !== undefined && !result.is_admin && tenantHeader !== ownTenant) {
+      throw new PermissionDeniedError(`Credential may not act in tenant ${tenantHeader}`);
     }
     const acting = subject ?? own;
     return Object.freeze({
       authenticated: true,
       subjectType: acting.type,
       subjectId: acting.id,
-      tenantId: (result.is_admin ? tenantHeader : undefined) ?? result.tenant_id ?? DEFAULT_TENANT,
+      tenantId: (result.is_admin ? tenantHeader : undefined) ?? ownTenant,
       isAdmin: result.is_admin,
       source: `${source}:${this.provider.name}`,
     });
@@ -54,6 +59,18 @@ export class Authenticator {
   async close(): Promise<void> {
     await this.provider?.close();
   }
+}
+
+/**
+ * Whether a non-admin credential may act as `subject`: itself, or for a user credential an agent
+ * of its own. Until the agent registry exists, a user's agents are those its credential lists in
+ * `metadata.agents`.
+ */
+function mayActAs(result: AuthResult, own: { type: string; id: string }, subject: { type: string; id: string }): boolean {
+  if (subject.type === own.type && subject.id === own.id) return true;
+  if (own.type !== 'user' || subject.type !== 'agent') return false;
+  const agents = result.metadata?.agents;
+  return Array.isArray(agents) && agents.includes(subject.id);
 }
 
 /** The bearer token of a request; -32003 when missing or malformed. `X-API-Key` is accepted too. */

@@ -6,12 +6,16 @@
  */
 import type { ParamsOf, ResultOf } from '../core/method.js';
 import type { FsApi } from '../fs/methods.js';
+import type { PosixApi } from '../fs/posix.js';
 import type { WorkspaceApi } from '../workspaces/methods.js';
 import type { MountApi } from '../mounts/methods.js';
+import type { AdminApi } from '../admin/methods.js';
+import type { RebacApi } from '../rebac/methods.js';
+import type { NamespaceApi } from '../namespaces/methods.js';
 import { decodeValue, encodeValue } from '../core/wire.js';
 
 /** Every method the daemon serves, by name. */
-export type Api = FsApi & WorkspaceApi & MountApi;
+export type Api = FsApi & PosixApi & WorkspaceApi & MountApi & AdminApi & RebacApi & NamespaceApi;
 export type MethodName = keyof Api & string;
 
 /** A result as it arrives over the wire: Dates are ISO strings, bytes are Buffers. */
@@ -36,12 +40,15 @@ export interface ClientOptions {
   tenantId?: string | undefined;
   /** Injected for tests; global fetch by default. */
   fetch?: typeof fetch;
+  /** Give up on a request after this many ms (default 120 000; 0 = never). */
+  timeoutMs?: number;
 }
 
 export class SvcClient {
   readonly #base: string;
   readonly #headers: Record<string, string>;
   readonly #fetch: typeof fetch;
+  readonly #timeoutMs: number;
   #nextId = 1;
 
   constructor(opts: ClientOptions) {
@@ -51,6 +58,7 @@ export class SvcClient {
     if (opts.subject) this.#headers['X-Svc-Subject'] = opts.subject;
     if (opts.tenantId) this.#headers['X-Svc-Tenant-ID'] = opts.tenantId;
     this.#fetch = opts.fetch ?? fetch;
+    this.#timeoutMs = opts.timeoutMs ?? 120_000;
   }
 
   /** Call a method; rejects with {@link RpcError} on a JSON-RPC error. */
@@ -60,6 +68,7 @@ export class SvcClient {
       method: 'POST',
       headers: this.#headers,
       body: JSON.stringify({ jsonrpc: '2.0', id, method, params: encodeValue(params) }),
+      signal: this.#signal(),
     });
     const text = await res.text();
     let body: { result?: unknown; error?: { code: number; message: string; data?: unknown } };
@@ -83,9 +92,19 @@ export class SvcClient {
   }
 
   async #get<T>(path: string): Promise<T> {
-    const res = await this.#fetch(this.#base + path, { headers: this.#headers });
-    const body = (await res.json()) as T & { error?: string; message?: string };
-    if (!res.ok) throw new RpcError(-32003, body.message ?? body.error ?? `HTTP ${res.status}`);
+    const res = await this.#fetch(this.#base + path, { headers: this.#headers, signal: this.#signal() });
+    const text = await res.text();
+    let body: T & { error?: string; message?: string };
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new RpcError(-32603, `daemon answered HTTP ${res.status} with a body that is not JSON`);
+    }
+    if (!res.ok) throw new RpcError(res.status === 401 ? -32003 : -32004, body.message ?? body.error ?? `HTTP ${res.status}`);
     return body;
+  }
+
+  #signal(): AbortSignal | undefined {
+    return this.#timeoutMs > 0 ? AbortSignal.timeout(this.#timeoutMs) : undefined;
   }
 }

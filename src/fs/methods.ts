@@ -45,9 +45,10 @@ export function fsMethods(fs: FsService) {
       handler: async ({ path }) => (await fs.delete(path), ok),
     }),
     defineMethod({
-      name: 'rename', access: 'user', description: 'Move a file or a directory with everything below it.',
-      params: z.strictObject({ old_path: z.string(), new_path: z.string() }),
-      handler: async ({ old_path, new_path }) => (await fs.rename(old_path, new_path), ok),
+      name: 'rename', access: 'user',
+      description: 'Move a file or a directory with everything below it; overwrite replaces an existing target as POSIX rename does.',
+      params: z.strictObject({ old_path: z.string(), new_path: z.string(), overwrite: z.boolean().default(false) }),
+      handler: async ({ old_path, new_path, overwrite }) => (await fs.rename(old_path, new_path, { overwrite }), ok),
     }),
     defineMethod({
       name: 'exists', access: 'user', description: 'Whether a file or directory exists.',

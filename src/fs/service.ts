@@ -56,6 +56,8 @@ export interface WriteOptions extends ChangeOrigin {
   attributes?: EntryAttributes | undefined;
   /** Store the content as a symbolic link's target. */
   symlink?: boolean | undefined;
+  /** The entry's modification time (ms) when the writer knows better than the commit time (FUSE: the last write). */
+  modified?: number | undefined;
 }
 
 /** One chunk of content handed to {@link FsService.writeChunks}. */
@@ -105,6 +107,18 @@ export interface GrepMatch {
   line: number;
   content: string;
   match: string;
+}
+
+/** diff_versions in `metadata` mode (`content` mode is a unified diff string). */
+export interface VersionDiff {
+  path: string;
+  v1: number;
+  v2: number;
+  etag_v1: string;
+  etag_v2: string;
+  size_v1: number;
+  size_v2: number;
+  content_changed: boolean;
 }
 
 /** A file's content by reference: what a workspace snapshot records per file. */
@@ -287,7 +301,7 @@ export class FsService {
       });
       this.#entries.put(entryKey(p), {
         kind: 'file', version, etag, size, chunks, contentType,
-        created: existing?.created ?? now, modified: now,
+        created: existing?.created ?? now, modified: opts.modified ?? now,
         ...keptAttributes(existing, opts.attributes),
         ...(opts.symlink ? { symlink: true } : {}),
       });
@@ -603,7 +617,7 @@ export class FsService {
     return { success: true, ...result };
   }
 
-  diffVersions(path: string, v1: number, v2: number, mode: 'metadata' | 'content'): unknown {
+  diffVersions(path: string, v1: number, v2: number, mode: 'metadata' | 'content'): VersionDiff | string {
     const p = normalizeFilePath(path);
     const a = this.#version(p, v1);
     const b = this.#version(p, v2);

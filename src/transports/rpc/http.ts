@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../core/log.js';
 import type { Authenticator } from '../../auth/authenticator.js';
-import { InvalidRequestError, ParseError, SvcError } from '../../core/errors.js';
+import { InvalidParamsError, InvalidRequestError, ParseError, SvcError } from '../../core/errors.js';
 import type { Dispatcher, JsonRpcResponse } from './dispatch.js';
 import { WebSocketFace } from './ws.js';
 import type { EventBus } from '../../core/events.js';
@@ -34,6 +34,8 @@ export interface HttpFaceOptions {
   events: EventBus;
   status: () => StatusInfo;
   log: Logger;
+  /** Local auth mode's password login (POST /api/auth/login); absent in every other mode. */
+  login?: ((username: string, password: string) => Promise<unknown>) | undefined;
 }
 
 const METHOD_ROUTE = /^\/api\/nfs\/([A-Za-z0-9_.-]*)$/;
@@ -123,6 +125,10 @@ export class HttpFace {
       });
       return;
     }
+    if (req.method === 'POST' && path === '/api/auth/login' && this.#opts.login) {
+      await this.#login(req, res, this.#opts.login);
+      return;
+    }
     const m = METHOD_ROUTE.exec(path);
     if (req.method === 'POST' && m) {
       await this.#rpc(req, res, m[1] || undefined);
@@ -166,6 +172,28 @@ export class HttpFace {
     }
     const response = (await dispatcher.handle(envelope, ctx, urlMethod === undefined ? {} : { urlMethod })) as JsonRpcResponse;
     this.#json(res, 200, response);
+  }
+
+  /** `{username, password}` → `{access_token, token_type, expires_in}`; failures are JSON-RPC errors (-32003 for bad credentials). */
+  async #login(req: IncomingMessage, res: ServerResponse, login: NonNullable<HttpFaceOptions['login']>): Promise<void> {
+    const fail = (status: number, err: unknown) => this.#json(res, status, this.#opts.dispatcher.errorResponse(null, err));
+    let body: unknown;
+    try {
+      body = JSON.parse((await readBody(req, 64 * 1024)).toString('utf8'));
+    } catch (err) {
+      if (err instanceof SvcError) return fail(err.httpStatus, err);
+      if (err instanceof SyntaxError) return fail(400, new ParseError());
+      return; // the client went away mid-body
+    }
+    const { username, password } = (body ?? {}) as { username?: unknown; password?: unknown };
+    if (typeof username !== 'string' || typeof password !== 'string') {
+      return fail(400, new InvalidParamsError('Invalid params: username and password (strings) are required'));
+    }
+    try {
+      this.#json(res, 200, await login(username, password));
+    } catch (err) {
+      fail(err instanceof SvcError ? err.httpStatus : 500, err);
+    }
   }
 
   async #resolveOr401(req: IncomingMessage, res: ServerResponse) {

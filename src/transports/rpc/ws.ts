@@ -23,7 +23,9 @@ interface Subscription {
 /** Does a watch on `sub` see a change at `path`? */
 function sees(sub: Subscription, path: string | undefined): boolean {
   if (path === undefined) return false;
-  return sub.recursive ? isWithin(path, sub.path) : path === sub.path || parentOf(path) === sub.path;
+  // The watched directory itself or an ancestor removed/moved (rmdir -r, rename) ends it: always seen.
+  if (isWithin(sub.path, path)) return true;
+  return sub.recursive ? isWithin(path, sub.path) : parentOf(path) === sub.path;
 }
 
 export class WebSocketFace {
@@ -87,10 +89,10 @@ export class WebSocketFace {
     };
     const { dispatcher } = this.#opts;
     const handleOne = (env: unknown) => dispatcher.handle(env, ctx, { notificationsSilent: true, local });
-    ws.on('message', async (data) => {
+    const onMessage = async (data: unknown): Promise<void> => {
       let msg: unknown;
       try {
-        msg = JSON.parse(data.toString());
+        msg = JSON.parse(String(data));
       } catch {
         send(dispatcher.errorResponse(null, new ParseError()));
         return;
@@ -100,12 +102,22 @@ export class WebSocketFace {
           send(dispatcher.errorResponse(null, new InvalidRequestError('Invalid Request: empty batch')));
           return;
         }
-        const answers = (await Promise.all(msg.map(handleOne))).filter((r): r is JsonRpcResponse => r !== undefined);
+        const answers: JsonRpcResponse[] = [];
+        for (const env of msg) {
+          const answer = await handleOne(env);
+          if (answer) answers.push(answer);
+        }
         if (answers.length) send(answers);
         return;
       }
       const answer = await handleOne(msg);
       if (answer) send(answer);
+    };
+    // One connection's messages are handled in the order they arrive, as a client expects of a
+    // socket (a notification `write` then a `read` sees the write); connections run in parallel.
+    let queue: Promise<void> = Promise.resolve();
+    ws.on('message', (data) => {
+      queue = queue.then(() => onMessage(data)).catch((err) => this.#opts.log.error({ err }, 'websocket message failed'));
     });
     ws.on('close', () => {
       unsubscribe();

@@ -1,0 +1,77 @@
+/**
+ * @module cli/mount
+ * `svc mount DIR --remote-url URL [--api-key KEY]`: mount a (possibly shared) daemon's file tree
+ * through the RPC client and serve it until SIGINT/SIGTERM; `svc unmount DIR` detaches any svc mount,
+ * including one served by `svc serve --mount` and a stale one left by a crash.
+ */
+import type { Argv } from 'yargs';
+import { resolve } from 'node:path';
+import { clientSettings, LOG_LEVELS } from '../config.js';
+import { createLogger } from '../core/log.js';
+import { forceUnmount, FuseUnavailableError } from '../native/fuse.js';
+
+/** Register `svc mount` and `svc unmount`. */
+export function mountCommand(cli: Argv): Argv {
+  return cli
+    .command(
+      'mount <dir>',
+      'Mount a daemon\'s file tree at DIR with FUSE (through RPC) until interrupted',
+      (y) => y
+        .positional('dir', { type: 'string', demandOption: true, describe: 'Mount point (created if missing)' })
+        .option('remote-url', { type: 'string', describe: 'Daemon to mount', defaultDescription: '$SVC_URL, else http://127.0.0.1:2026' })
+        .option('api-key', { type: 'string', describe: 'Bearer key: the mount acts as its subject', defaultDescription: '$SVC_API_KEY' })
+        .option('log-level', { type: 'string', choices: LOG_LEVELS, default: 'info', describe: 'Log verbosity' })
+        .option('debug-fuse', { type: 'boolean', default: false, describe: 'libfuse debug output on stderr' }),
+      async (args) => {
+        const settings = clientSettings({ url: args['remote-url'], apiKey: args['api-key'] });
+        const log = createLogger(args['log-level']);
+        const dir = resolve(args.dir);
+        // Loaded here: other commands should not pay for the FUSE modules.
+        const { RemoteBackend } = await import('../transports/fuse/remote.js');
+        const { FuseMount } = await import('../transports/fuse/mount.js');
+        const backend = new RemoteBackend({ url: settings.url, apiKey: settings.apiKey, log: log.child({ component: 'remote' }) });
+        const mount = new FuseMount({ dir, backend, log: log.child({ component: 'fuse' }), debug: args['debug-fuse'] });
+        try {
+          await backend.connect();
+          await mount.start();
+        } catch (err) {
+          console.error(`svc mount: ${(err as Error).message}`);
+          await mount.stop().catch(() => undefined);
+          process.exit(err instanceof FuseUnavailableError ? 2 : 1);
+        }
+        console.log(`svc mounted ${settings.url} at ${dir}`);
+        const shutdown = (signal: string) => {
+          log.info({ signal }, 'unmounting');
+          mount.stop().then(() => {
+            log.flush?.();
+            process.exit(0);
+          }, (err) => {
+            console.error(`svc mount: error while unmounting: ${(err as Error).message}`);
+            process.exit(1);
+          });
+        };
+        process.once('SIGINT', () => shutdown('SIGINT'));
+        process.once('SIGTERM', () => shutdown('SIGTERM'));
+      },
+    )
+    .command(
+      'unmount <dir>',
+      'Unmount an svc FUSE mount (also clears a stale one left by a crash)',
+      (y) => y.positional('dir', { type: 'string', demandOption: true }),
+      async (args) => {
+        const dir = resolve(args.dir);
+        try {
+          if (!(await forceUnmount(dir))) {
+            console.error(`svc unmount: nothing is mounted at ${dir}`);
+            process.exitCode = 1;
+            return;
+          }
+        } catch (err) {
+          console.error(`svc unmount: ${(err as Error).message}`);
+          process.exitCode = 1;
+          return;
+        }
+        console.log(`unmounted ${dir}`);
+      },
+    );
+}

@@ -1,0 +1,106 @@
+/**
+ * @module fs/posix
+ * Methods a POSIX client of the file tree needs beyond the spec's: attributes (mode, owner, times,
+ * symbolic links), directory entries with those attributes, byte ranges of a file or version, and
+ * creating a symbolic link. `svc mount --remote-url` uses them to mount a daemon over RPC; any
+ * client may.
+ */
+import { z } from 'zod';
+import { defineMethod, type ApiOf } from '../core/method.js';
+import { datetimeParam } from '../core/wire.js';
+import { normalizeFilePath, normalizePath } from '../core/paths.js';
+import type { EntryRecord } from './records.js';
+import { CHUNK_SIZE, type FsService } from './service.js';
+
+/** One entry with its POSIX attributes (mode, uid and gid are null when never set). */
+export interface PosixEntry {
+  path: string;
+  kind: 'file' | 'dir' | 'symlink';
+  size: number;
+  mode: number | null;
+  uid: number | null;
+  gid: number | null;
+  version: number | null;
+  etag: string | null;
+  created_at: Date;
+  modified_at: Date;
+}
+
+export function posixEntry(path: string, rec: EntryRecord): PosixEntry {
+  const attrs = { mode: rec.mode ?? null, uid: rec.uid ?? null, gid: rec.gid ?? null };
+  const times = { created_at: new Date(rec.created), modified_at: new Date(rec.modified) };
+  return rec.kind === 'dir'
+    ? { path, kind: 'dir', size: 0, ...attrs, version: null, etag: null, ...times }
+    : { path, kind: rec.symlink ? 'symlink' : 'file', size: rec.size, ...attrs, version: rec.version, etag: rec.etag, ...times };
+}
+
+/** Bytes [offset, offset + length) of a file's current content or of one version, read chunk by chunk. */
+export function readRange(fs: FsService, path: string, offset: number, length: number, version?: number): Buffer {
+  const rec = version === undefined ? fs.file(normalizeFilePath(path)) : fs.versionRecord(path, version);
+  const end = Math.min(rec.size, offset + length);
+  if (offset >= end) return Buffer.alloc(0);
+  const first = Math.floor(offset / CHUNK_SIZE);
+  const last = Math.floor((end - 1) / CHUNK_SIZE);
+  const parts = [...fs.chunks({ chunks: rec.chunks.slice(first, last + 1) })];
+  const joined = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  const from = offset - first * CHUNK_SIZE;
+  return joined.subarray(from, from + (end - offset));
+}
+
+const uint32 = z.number().int().min(0).max(0xffffffff);
+
+/** The POSIX methods bound to a service instance. */
+export function posixMethods(fs: FsService) {
+  return [
+    defineMethod({
+      name: 'stat', access: 'user', description: 'A file, directory or symbolic link with its POSIX attributes; null when absent.',
+      params: z.strictObject({ path: z.string() }),
+      handler: ({ path }) => {
+        const p = normalizePath(path);
+        const rec = fs.stat(p);
+        return rec ? posixEntry(p, rec) : null;
+      },
+    }),
+    defineMethod({
+      name: 'readdir', access: 'user', description: 'The direct children of a directory with their POSIX attributes, sorted by path.',
+      params: z.strictObject({ path: z.string().default('/') }),
+      handler: ({ path }) => fs.list(path, { recursive: false }).flatMap((e) => {
+        const p = e.is_directory ? e.path.slice(0, -1) : e.path;
+        const rec = fs.stat(p);
+        return rec ? [posixEntry(p, rec)] : [];
+      }),
+    }),
+    defineMethod({
+      name: 'read_range', access: 'user', description: 'Bytes [offset, offset+length) of a file, or of one version of it.',
+      params: z.strictObject({
+        path: z.string(), offset: z.number().int().min(0), length: z.number().int().min(0).max(64 * CHUNK_SIZE),
+        version: z.number().int().min(1).optional(),
+      }),
+      handler: ({ path, offset, length, version }) => readRange(fs, path, offset, length, version),
+    }),
+    defineMethod({
+      name: 'set_attributes', access: 'user',
+      description: 'Change mode, owner or modification time of a file or directory (no new version).',
+      params: z.strictObject({
+        path: z.string(), mode: z.number().int().min(0).max(0o7777).optional(), uid: uint32.optional(), gid: uint32.optional(),
+        modified_at: datetimeParam.optional(),
+      }),
+      handler: async ({ path, mode, uid, gid, modified_at }) => {
+        const p = normalizeFilePath(path);
+        return posixEntry(p, await fs.setAttributes(p, { mode, uid, gid, modified: modified_at?.getTime() }));
+      },
+    }),
+    defineMethod({
+      name: 'symlink', access: 'user', description: 'Create a symbolic link at path pointing to target (a new file, like write with if_none_match).',
+      params: z.strictObject({
+        path: z.string(), target: z.string().min(1).max(4095), mode: z.number().int().min(0).max(0o7777).optional(),
+        uid: uint32.optional(), gid: uint32.optional(),
+      }),
+      handler: ({ path, target, mode, uid, gid }) => fs.write(path, Buffer.from(target), {
+        ifNoneMatch: true, symlink: true, attributes: { mode, uid, gid },
+      }),
+    }),
+  ] as const;
+}
+
+export type PosixApi = ApiOf<ReturnType<typeof posixMethods>>;

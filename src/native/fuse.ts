@@ -1,0 +1,271 @@
+/**
+ * @module native/fuse
+ * The one import of fuse-native (libfuse 2 bindings), loaded lazily so the daemon starts without
+ * it: {@link fuseSupport} says whether a mount can work here and, if not, what to install.
+ *
+ * fuse-native 2.2.6 needs two corrections, both made in a subclass rather than a fork:
+ * - it has no pass-through for `-o` options, and libfuse 2 splits writes into 4 KiB requests unless
+ *   mounted with `big_writes,max_write=131072` (25–30× slower): {@link NativeMount} builds the whole
+ *   option string itself;
+ * - its utimens binding hands JS the access time twice (the C glue converts `l->atime` for both
+ *   arguments), so `touch -m`, `tar x` and `rsync -a` would lose modification times. The real
+ *   value sits in the native thread-locals struct that fuse-native allocates as a JS Buffer; it is
+ *   read from there after checking the struct's size and its opcode field, and the access time is
+ *   used as before when either check fails.
+ *
+ * It exposes no FUSE context (the calling process's uid/gid): mounts are made without
+ * `allow_other`, where the kernel admits only callers whose uid and gid equal the daemon's own, so
+ * the daemon's ids are the caller's.
+ */
+import { createRequire } from 'node:module';
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
+
+/** Attributes of one entry, as fuse-native encodes them (times in ms since the epoch). */
+export interface FuseStat {
+  mode: number;
+  uid: number;
+  gid: number;
+  size: number;
+  nlink: number;
+  mtime: number;
+  atime: number;
+  ctime: number;
+  blocks?: number;
+  blksize?: number;
+}
+
+export interface FuseStatfs {
+  bsize: number;
+  frsize: number;
+  blocks: number;
+  bfree: number;
+  bavail: number;
+  files: number;
+  ffree: number;
+  favail: number;
+  fsid: number;
+  flag: number;
+  namemax: number;
+}
+
+/** Callback of an operation: 0 or a negative errno, then the result. */
+type Cb<T extends unknown[] = []> = (code: number, ...result: T) => void;
+
+/** The operations fuse-native calls (libfuse 2 high-level API, by path). */
+export interface FuseOperations {
+  init?(cb: Cb): void;
+  statfs(path: string, cb: Cb<[FuseStatfs?]>): void;
+  getattr(path: string, cb: Cb<[FuseStat?]>): void;
+  readdir(path: string, cb: Cb<[string[]?, FuseStat[]?]>): void;
+  open(path: string, flags: number, cb: Cb<[number?]>): void;
+  create(path: string, mode: number, cb: Cb<[number?]>): void;
+  read(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErr: number) => void): void;
+  write(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErr: number) => void): void;
+  truncate(path: string, size: number, cb: Cb): void;
+  ftruncate(path: string, fd: number, size: number, cb: Cb): void;
+  flush(path: string, fd: number, cb: Cb): void;
+  fsync(path: string, datasync: number, fd: number, cb: Cb): void;
+  release(path: string, fd: number, cb: Cb): void;
+  unlink(path: string, cb: Cb): void;
+  rename(src: string, dest: string, cb: Cb): void;
+  link(src: string, dest: string, cb: Cb): void;
+  symlink(target: string, path: string, cb: Cb): void;
+  readlink(path: string, cb: Cb<[string?]>): void;
+  mkdir(path: string, mode: number, cb: Cb): void;
+  rmdir(path: string, cb: Cb): void;
+  chmod(path: string, mode: number, cb: Cb): void;
+  chown(path: string, uid: number, gid: number, cb: Cb): void;
+  /** Times in ms since the epoch. */
+  utimens(path: string, atime: number, mtime: number, cb: Cb): void;
+}
+
+/** How a mount behaves in the kernel. */
+export interface NativeMountOptions {
+  /** Seconds the kernel may cache attributes and name lookups (changes from other faces show up after this). */
+  cacheSeconds: number;
+  /** Let the kernel check mode bits against the caller (default_permissions). */
+  defaultPermissions: boolean;
+  /** Shown as the source in `mount` and `df`. */
+  fsname: string;
+  /** ms before an unanswered request fails with ETIMEDOUT. */
+  requestTimeoutMs: number;
+  /** libfuse debug output on stderr. */
+  debug?: boolean;
+}
+
+/** Negative errno for a name (ENOENT → -2), as FUSE callbacks expect; EIO for an unknown name. */
+export function errno(name: string): number {
+  const n = (osConstants.errno as Record<string, number | undefined>)[name];
+  return -(n ?? osConstants.errno.EIO);
+}
+
+/** Why FUSE mounts cannot work in this process, with what to do about it. */
+export class FuseUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FuseUnavailableError';
+  }
+}
+
+// The subset of fuse-native's class used here (it ships no types).
+interface FuseNativeInstance {
+  mount(cb: (err: Error | null) => void): void;
+  unmount(cb: (err: Error | null) => void): void;
+}
+interface FuseNativeClass {
+  new (mnt: string, ops: object, opts: object): FuseNativeInstance;
+  prototype: Record<string, unknown>;
+}
+
+type MountClass = new (mnt: string, ops: FuseOperations, opts: NativeMountOptions) => FuseNativeInstance;
+
+let loaded: MountClass | FuseUnavailableError | undefined;
+
+// Layout of fuse-native 2.2.6's fuse_thread_locals_t on 64-bit Linux: struct size, the opcode
+// field, and the `mtime` field (size_t, ms) the utimens glue fills but does not pass on.
+const LOCALS_SIZE = 360;
+const LOCALS_OP_OFFSET = 8;
+const LOCALS_MTIME_OFFSET = 112;
+const OP_UTIMENS = 12;
+
+/** The real modification time of a utimens request, or undefined when the layout is not the known one. */
+function utimensMtime(locals: unknown): number | undefined {
+  if (process.platform !== 'linux' || process.arch !== 'x64') return undefined;
+  if (!Buffer.isBuffer(locals) || locals.length !== LOCALS_SIZE) return undefined;
+  if (locals.readUInt32LE(LOCALS_OP_OFFSET) !== OP_UTIMENS) return undefined;
+  return Number(locals.readBigUInt64LE(LOCALS_MTIME_OFFSET));
+}
+
+function load(): MountClass {
+  if (loaded instanceof FuseUnavailableError) throw loaded;
+  if (loaded) return loaded;
+  let Fuse: FuseNativeClass;
+  try {
+    Fuse = createRequire(import.meta.url)('fuse-native') as FuseNativeClass;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const message = /libfuse\.so\.2/.test(e.message)
+      ? 'FUSE needs libfuse 2: install it (Debian/Ubuntu: apt-get install libfuse2 fuse3; never the old "fuse" package, it removes fuse3)'
+      : e.code === 'MODULE_NOT_FOUND'
+        ? 'FUSE needs the fuse-native package: npm install fuse-native'
+        : `fuse-native failed to load: ${e.message}`;
+    loaded = new FuseUnavailableError(message);
+    throw loaded;
+  }
+  const base = Fuse as unknown as new (mnt: string, ops: object, opts: object) => Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+  class SvcFuse extends base {
+    #options: NativeMountOptions;
+    #mtime: number | undefined;
+
+    constructor(mnt: string, ops: FuseOperations, opts: NativeMountOptions) {
+      super(mnt, ops, { timeout: opts.requestTimeoutMs, mkdir: false, force: false });
+      this.#options = opts;
+    }
+
+    /** The whole `-o` string (fuse-native's own builder knows no big_writes). */
+    _fuseOptions(): string {
+      const o = this.#options;
+      const list = [
+        'big_writes', 'max_write=131072', `fsname=${o.fsname.replace(/[,\\]/g, '_')}`, 'subtype=svc',
+        `entry_timeout=${o.cacheSeconds}`, `attr_timeout=${o.cacheSeconds}`, 'negative_timeout=0',
+      ];
+      if (o.defaultPermissions) list.push('default_permissions');
+      if (o.debug) list.push('debug');
+      return '-o' + list.join(',');
+    }
+
+    _makeHandlerArray(): unknown[] {
+      const handlers = super._makeHandlerArray() as ((locals: unknown, op: number, ...args: unknown[]) => unknown)[];
+      const original = handlers[OP_UTIMENS];
+      if (original) {
+        handlers[OP_UTIMENS] = (locals, op, ...args) => {
+          // The handler calls _op_utimens synchronously, so the value cannot be taken by another request.
+          this.#mtime = utimensMtime(locals);
+          try {
+            return original(locals, op, ...args);
+          } finally {
+            this.#mtime = undefined;
+          }
+        };
+      }
+      return handlers;
+    }
+
+    _op_utimens(signal: (code: number) => void, path: string, aLow: number, aHigh: number, mLow: number, mHigh: number): void {
+      const atime = aLow + aHigh * 2 ** 32;
+      const mtime = this.#mtime ?? mLow + mHigh * 2 ** 32;
+      (this.ops as FuseOperations).utimens(path, atime, mtime, (code) => signal(code));
+    }
+  }
+  loaded = SvcFuse as unknown as MountClass;
+  return loaded;
+}
+
+/** Whether a FUSE mount can work in this process: fuse-native and libfuse 2 load, /dev/fuse exists. */
+export function fuseSupport(): { available: true } | { available: false; reason: string } {
+  if (process.platform !== 'linux') return { available: false, reason: `FUSE mounts are supported on Linux only (this is ${process.platform})` };
+  if (!existsSync('/dev/fuse')) return { available: false, reason: '/dev/fuse is missing (load the fuse kernel module, or run the container with --device /dev/fuse)' };
+  try {
+    load();
+  } catch (err) {
+    return { available: false, reason: (err as Error).message };
+  }
+  return { available: true };
+}
+
+/** One kernel mount served by `ops` until {@link unmount}. */
+export class NativeMount {
+  readonly dir: string;
+  readonly #fuse: FuseNativeInstance;
+
+  /** Throws {@link FuseUnavailableError} when fuse-native or libfuse 2 is missing. */
+  constructor(dir: string, ops: FuseOperations, opts: NativeMountOptions) {
+    this.dir = dir;
+    const Mount = load();
+    this.#fuse = new Mount(dir, ops, opts);
+  }
+
+  /** Resolves once the kernel has sent INIT, i.e. the mount answers requests. */
+  mount(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#fuse.mount((err) => {
+        if (!err) return resolve();
+        const message = err.message === 'fuse failed'
+          ? `cannot mount ${this.dir}: libfuse refused (is /dev/fuse usable and fusermount installed, apt-get install fuse3?)`
+          : `cannot mount ${this.dir}: ${err.message}`;
+        reject(new Error(message));
+      });
+    });
+  }
+
+  /** Detach the mount (lazily, so open files do not block it) and stop serving. */
+  unmount(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#fuse.unmount((err) => (err ? reject(err) : resolve()));
+    });
+  }
+}
+
+/**
+ * Detach whatever is mounted at `dir` (a stale mount left by a crash answers "Transport endpoint is
+ * not connected"). Lazy, so it never waits on a hung server. Resolves false when nothing was there.
+ */
+export async function forceUnmount(dir: string): Promise<boolean> {
+  const attempts: [string, string[]][] = [['fusermount', ['-uz', dir]], ['fusermount3', ['-uz', dir]], ['umount', ['-l', dir]]];
+  let lastError = '';
+  for (const [cmd, args] of attempts) {
+    const result = await new Promise<{ ok: boolean; stderr: string; missing: boolean }>((resolve) => {
+      execFile(cmd, args, (err, _stdout, stderr) => {
+        resolve({ ok: !err, stderr: String(stderr), missing: (err as NodeJS.ErrnoException | null)?.code === 'ENOENT' });
+      });
+    });
+    if (result.ok) return true;
+    if (!result.missing) lastError = result.stderr.trim();
+    if (/not (found|mounted)|no such|invalid argument/i.test(result.stderr)) return false;
+  }
+  if (lastError) throw new Error(`cannot unmount ${dir}: ${lastError}`);
+  return false;
+}

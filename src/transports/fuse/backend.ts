@@ -1,0 +1,95 @@
+/**
+ * @module transports/fuse/backend
+ * What the FUSE operations need from the file tree, as one small interface with two
+ * implementations: in-process (the daemon's own FsService, no RPC hop) and remote (the typed RPC
+ * client, for `svc mount --remote-url`). Errors are the service's SvcErrors (in-process) or
+ * RpcErrors carrying the same codes (remote); the operations map both to errno.
+ */
+import type { ChangeEvent } from '../../core/events.js';
+import type { AttributeChanges, ContentPiece } from '../../fs/service.js';
+import type { EntryAttributes } from '../../fs/records.js';
+
+export type NodeKind = 'file' | 'dir' | 'symlink';
+
+/** What getattr needs about an entry: sizes and times from records, never from content. */
+export interface NodeInfo {
+  kind: NodeKind;
+  size: number;
+  /** Permission bits; absent: 0o644 for files, 0o755 for directories. */
+  mode?: number | undefined;
+  uid?: number | undefined;
+  gid?: number | undefined;
+  /** ms since the epoch. */
+  mtime: number;
+  ctime: number;
+  version?: number | undefined;
+  etag?: string | undefined;
+}
+
+/** One version of a file, as `/.versions/<path>/` lists it. */
+export interface VersionInfo {
+  version: number;
+  size: number;
+  /** ms since the epoch. */
+  modified: number;
+}
+
+/**
+ * A stored file content (current or an older version), read chunk by chunk: chunk `i` covers bytes
+ * `[i * CHUNK_SIZE, (i + 1) * CHUNK_SIZE)`.
+ */
+export interface StoredContent {
+  size: number;
+  version: number;
+  etag: string;
+  load(index: number): Promise<Buffer>;
+  /** The chunk's SHA-256 when known without reading it (saves hashing it again on commit). */
+  hash(index: number): string | undefined;
+}
+
+export interface CommitOptions {
+  attributes?: EntryAttributes | undefined;
+  symlink?: boolean | undefined;
+  /** Modification time to record (ms): the open file's last write, not the commit's own time. */
+  modified?: number | undefined;
+}
+
+export interface CommitResult {
+  version: number;
+  etag: string;
+  size: number;
+}
+
+export interface SpaceInfo {
+  blockSize: number;
+  blocks: number;
+  blocksFree: number;
+  files: number;
+  filesFree: number;
+}
+
+export interface FuseBackend {
+  /** Human name for logs: `in-process` or the remote URL. */
+  readonly description: string;
+  /** The entry at a path, or undefined. Paths are absolute and normalised (FUSE gives them so). */
+  stat(path: string): Promise<NodeInfo | undefined>;
+  /** Direct children of a directory: [name, info]. */
+  list(dir: string): Promise<[string, NodeInfo][]>;
+  /** The current content of a file (for reading and as the base of an open file). */
+  content(path: string): Promise<StoredContent>;
+  /** Store `pieces` as the file's next version (creating it and its parents when missing). */
+  commit(path: string, pieces: ContentPiece[], opts?: CommitOptions): Promise<CommitResult>;
+  remove(path: string): Promise<void>;
+  /** POSIX rename: replaces an existing file or empty directory at `to`. */
+  rename(from: string, to: string): Promise<void>;
+  mkdir(path: string, attributes: EntryAttributes): Promise<void>;
+  rmdir(path: string): Promise<void>;
+  setAttributes(path: string, changes: AttributeChanges): Promise<void>;
+  /** Versions of a file, oldest first. */
+  versions(path: string): Promise<VersionInfo[]>;
+  versionContent(path: string, version: number): Promise<StoredContent>;
+  space(): Promise<SpaceInfo>;
+  /** Changes committed through any face (RPC, WebSocket, other mounts, this one); returns unsubscribe. */
+  onChange(listener: (event: ChangeEvent) => void): () => void;
+  close(): Promise<void>;
+}

@@ -1,0 +1,113 @@
+/**
+ * @module transports/fuse/mount
+ * One FUSE mount's lifecycle, shared by `svc serve --mount` (in-process backend) and `svc mount`
+ * (remote backend): the mount point is created if missing, a stale mount left by a crash is
+ * detached first, and stop() unmounts, then commits what open files still hold.
+ *
+ * The daemon never makes a synchronous fs call on its own mount (that deadlocks the process beyond
+ * kill -9): whether the point is mounted is read from /proc/self/mountinfo, never by stat-ing it.
+ */
+import { mkdir, readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { Logger } from '../../core/log.js';
+import { forceUnmount, fuseSupport, FuseUnavailableError, NativeMount } from '../../native/fuse.js';
+import type { FuseBackend } from './backend.js';
+import { FuseFileSystem } from './operations.js';
+
+/** Seconds the kernel caches attributes and lookups: changes from other faces show within this. */
+export const KERNEL_CACHE_SECONDS = 0.5;
+
+export interface FuseMountOptions {
+  dir: string;
+  backend: FuseBackend;
+  log: Logger;
+  /** libfuse debug output on stderr. */
+  debug?: boolean;
+}
+
+/** `/proc/self/mountinfo` escapes space, tab, newline and backslash as octal. */
+function unescapeMountPath(s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8)));
+}
+
+/** Whether something is mounted at `dir` (read from the mount table, without touching `dir`). */
+export async function isMountPoint(dir: string): Promise<boolean> {
+  const target = resolve(dir);
+  let table: string;
+  try {
+    table = await readFile('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return false;
+  }
+  return table.split('\n').some((line) => {
+    const fields = line.split(' ');
+    return fields.length > 4 && unescapeMountPath(fields[4]!) === target;
+  });
+}
+
+export class FuseMount {
+  readonly dir: string;
+  readonly #opts: FuseMountOptions;
+  #fs: FuseFileSystem | undefined;
+  #native: NativeMount | undefined;
+  #stopping: Promise<void> | undefined;
+
+  /** No I/O until {@link start}. */
+  constructor(opts: FuseMountOptions) {
+    this.#opts = opts;
+    this.dir = resolve(opts.dir);
+  }
+
+  get mounted(): boolean {
+    return this.#native !== undefined && this.#stopping === undefined;
+  }
+
+  /** Mount and resolve once the kernel serves requests. Throws FuseUnavailableError when FUSE cannot work here. */
+  async start(): Promise<void> {
+    const { log } = this.#opts;
+    const support = fuseSupport();
+    if (!support.available) throw new FuseUnavailableError(support.reason);
+    if (await isMountPoint(this.dir)) {
+      log.warn({ dir: this.dir }, 'clearing a stale mount left at the mount point');
+      await forceUnmount(this.dir);
+    }
+    await mkdir(this.dir, { recursive: true });
+    const fs = new FuseFileSystem({
+      backend: this.#opts.backend, log, uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0,
+    });
+    const native = new NativeMount(this.dir, fs.operations(), {
+      cacheSeconds: KERNEL_CACHE_SECONDS, defaultPermissions: true, fsname: `svc:${this.#opts.backend.description}`,
+      requestTimeoutMs: 120_000, debug: this.#opts.debug,
+    });
+    try {
+      await native.mount();
+    } catch (err) {
+      await fs.close();
+      throw err;
+    }
+    this.#fs = fs;
+    this.#native = native;
+    log.info({ dir: this.dir, backend: this.#opts.backend.description }, 'FUSE mount ready');
+  }
+
+  /** Unmount (lazily: open files do not block it), commit what is pending, close the backend. Idempotent. */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    const { log } = this.#opts;
+    if (this.#native) {
+      try {
+        await this.#native.unmount();
+      } catch (err) {
+        log.warn({ err, dir: this.dir }, 'unmount failed; detaching lazily');
+        await forceUnmount(this.dir).catch((e) => log.error({ err: e, dir: this.dir }, 'cannot unmount'));
+      }
+    }
+    await this.#fs?.close();
+    await this.#opts.backend.close();
+    if (this.#native) log.info({ dir: this.dir }, 'FUSE mount stopped');
+  }
+}

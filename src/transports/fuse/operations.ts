@@ -1,0 +1,551 @@
+/**
+ * @module transports/fuse/operations
+ * The FUSE operations (libfuse 2 high-level, by path) over a {@link FuseBackend}: getattr from
+ * records (never from content), open files buffered per path and committed as one version on
+ * flush/release/fsync, POSIX rename, symlinks, attributes, and the read-only `/.versions/` tree.
+ *
+ * Errors: service errors map through toErrno (ENOENT, EEXIST, ENOTEMPTY, EISDIR, ENOTDIR, EACCES,
+ * EROFS, EINVAL, ENAMETOOLONG); EIO only for a real failure, and then it is logged.
+ *
+ * libfuse hides a file that is unlinked (or renamed over) while open by renaming it to
+ * `.fuse_hiddenNNN` and unlinks that name on release. Here the hide keeps the open file in memory
+ * under the hidden name (never stored, so other faces never see it) and deletes the stored file a
+ * moment later, unless a rename onto the same path follows at once (rename over an open file):
+ * then the stored file is replaced and keeps its history.
+ */
+import type { Logger } from '../../core/log.js';
+import type { ChangeEvent } from '../../core/events.js';
+import { SvcError, toErrno } from '../../core/errors.js';
+import { normalizePath, parentOf, baseName, isWithin } from '../../core/paths.js';
+import { errno, type FuseOperations, type FuseStat, type FuseStatfs } from '../../native/fuse.js';
+import type { FuseBackend, NodeInfo, StoredContent } from './backend.js';
+import { OpenFile } from './open-file.js';
+import { isVersionsPath, listVersionsDir, resolveVersionsPath, VERSIONS_DIR, type VersionsTarget } from './versions.js';
+
+/** An errno decided here rather than by the service. */
+export class PosixError extends Error {
+  constructor(readonly code: string, message: string = code) {
+    super(message);
+    this.name = 'PosixError';
+  }
+}
+
+const S_IFREG = 0o100000;
+const S_IFDIR = 0o040000;
+const S_IFLNK = 0o120000;
+/** Preferred I/O size reported to tools (cp, dd): one max_write request. */
+const BLKSIZE = 131072;
+const HIDDEN_PREFIX = '.fuse_hidden';
+/** How long the stored file of a hidden (unlinked-while-open) file waits for a rename onto it. */
+const HIDE_DELETE_DELAY_MS = 20;
+const UNCHANGED_ID = 0xffffffff;
+const UINT32_MAX = 0xffffffff;
+
+/** The deletion of a hidden file's stored content, waiting for a possible rename onto its path. */
+interface PendingDelete {
+  timer: NodeJS.Timeout;
+  /** Whether the deletion is under way (it can no longer be called off). */
+  started: boolean;
+  /** Delete now (memoised); the path counts as absent until it has completed. */
+  run: () => Promise<void>;
+}
+
+interface Handle {
+  file: OpenFile;
+  /** Data was written through this handle since the last commit: its flush commits. */
+  wrote: boolean;
+  /**
+   * The handle created or truncated the file: its release commits. Not its flush: shells open,
+   * dup2 and close before writing (`echo x > f`), and that first flush would store an empty version.
+   */
+  dirtied: boolean;
+}
+
+export interface FuseFileSystemOptions {
+  backend: FuseBackend;
+  log: Logger;
+  /**
+   * Owner given to new entries and reported for entries that carry none. The mount admits only
+   * callers with the daemon's uid and gid (no allow_other), so these are the callers' ids.
+   */
+  uid: number;
+  gid: number;
+}
+
+/** The file system a mount serves; {@link operations} are the callbacks handed to fuse-native. */
+export class FuseFileSystem {
+  readonly #backend: FuseBackend;
+  readonly #log: Logger;
+  readonly #uid: number;
+  readonly #gid: number;
+  readonly #mountedAt = Date.now();
+  /** Open files by current path (hidden ones under their `.fuse_hidden` name). */
+  readonly #files = new Map<string, OpenFile>();
+  readonly #handles = new Map<number, Handle>();
+  /** Stored files whose deletion waits for a possible rename onto them (see the module note). */
+  readonly #pendingDeletes = new Map<string, PendingDelete>();
+  readonly #unsubscribe: () => void;
+  #nextFh = 1;
+
+  constructor(opts: FuseFileSystemOptions) {
+    this.#backend = opts.backend;
+    this.#log = opts.log;
+    this.#uid = opts.uid;
+    this.#gid = opts.gid;
+    this.#unsubscribe = this.#backend.onChange((e) => this.#onChange(e));
+  }
+
+  /** Commit what is open and changed, finish pending deletes, stop listening for changes. */
+  async close(): Promise<void> {
+    this.#unsubscribe();
+    for (const pending of [...this.#pendingDeletes.values()]) await pending.run();
+    for (const file of new Set(this.#files.values())) {
+      await this.#commit(file).catch((err) => this.#log.error({ err, path: file.path }, 'commit at unmount failed'));
+    }
+  }
+
+  /** The callbacks fuse-native calls. */
+  operations(): FuseOperations {
+    return {
+      statfs: (path, cb) => this.#run('statfs', path, cb, () => this.#statfs()),
+      getattr: (path, cb) => this.#run('getattr', path, cb, () => this.#getattr(path)),
+      readdir: (path, cb) => this.#run('readdir', path, (code, r) => cb(code, r?.[0], r?.[1]), () => this.#readdir(path)),
+      open: (path, flags, cb) => this.#run('open', path, cb, () => this.#open(path, flags)),
+      create: (path, mode, cb) => this.#run('create', path, cb, () => this.#create(path, mode)),
+      read: (path, fd, buf, len, pos, cb) => this.#run('read', path, (code, n) => cb(code < 0 ? code : n!), () => {
+        const { file } = this.#handle(fd);
+        return file.read(buf, len, pos, () => this.#backend.content(file.path).catch(() => undefined));
+      }),
+      write: (path, fd, buf, len, pos, cb) => this.#run('write', path, (code, n) => cb(code < 0 ? code : n!), () => {
+        const handle = this.#handle(fd);
+        if (handle.file.readOnly) throw new PosixError('EROFS');
+        handle.wrote = true;
+        return handle.file.write(buf, len, pos);
+      }),
+      truncate: (path, size, cb) => this.#run('truncate', path, cb, () => this.#truncate(path, size)),
+      ftruncate: (path, fd, size, cb) => this.#run('ftruncate', path, cb, async () => {
+        const handle = this.#handle(fd);
+        if (handle.file.readOnly) throw new PosixError('EROFS');
+        handle.dirtied = true;
+        await handle.file.truncate(size);
+      }),
+      flush: (path, fd, cb) => this.#run('flush', path, cb, async () => {
+        const handle = this.#handle(fd);
+        if (!handle.wrote) return;
+        handle.wrote = false;
+        handle.dirtied = false;
+        await this.#commit(handle.file);
+      }),
+      fsync: (path, _datasync, fd, cb) => this.#run('fsync', path, cb, () => this.#commit(this.#handle(fd).file)),
+      release: (path, fd, cb) => this.#run('release', path, cb, () => this.#release(fd)),
+      unlink: (path, cb) => this.#run('unlink', path, cb, () => this.#unlink(path)),
+      rename: (from, to, cb) => this.#run('rename', from, cb, () => this.#rename(from, to)),
+      link: (_from, to, cb) => this.#run('link', to, cb, async () => {
+        throw new PosixError('EPERM', 'hard links are not supported');
+      }),
+      symlink: (target, path, cb) => this.#run('symlink', path, cb, () => this.#symlink(target, path)),
+      readlink: (path, cb) => this.#run('readlink', path, cb, () => this.#readlink(path)),
+      mkdir: (path, mode, cb) => this.#run('mkdir', path, cb, () => this.#mkdir(path, mode)),
+      rmdir: (path, cb) => this.#run('rmdir', path, cb, () => this.#rmdir(path)),
+      chmod: (path, mode, cb) => this.#run('chmod', path, cb, () => this.#setAttributes(path, { mode: mode & 0o7777 })),
+      chown: (path, uid, gid, cb) => this.#run('chown', path, cb, () => this.#setAttributes(path, {
+        uid: uid === UNCHANGED_ID ? undefined : uid, gid: gid === UNCHANGED_ID ? undefined : gid,
+      })),
+      utimens: (path, _atime, mtime, cb) => this.#run('utimens', path, cb, () => this.#utimens(path, mtime)),
+    };
+  }
+
+  // ---------------------------------------------------------------- plumbing
+
+  #run<T>(op: string, path: string, done: (code: number, value?: T) => void, fn: () => Promise<T> | T): void {
+    let result: Promise<T>;
+    try {
+      result = Promise.resolve(fn());
+    } catch (err) {
+      result = Promise.reject(err);
+    }
+    result.then((value) => done(0, value), (err: unknown) => done(this.#errno(op, path, err)));
+  }
+
+  #errno(op: string, path: string, err: unknown): number {
+    const name = err instanceof PosixError ? err.code : err instanceof SvcError ? toErrno(err) : 'EIO';
+    if (name === 'EIO') this.#log.error({ err, op, path }, 'FUSE operation failed');
+    else this.#log.debug({ op, path, errno: name, msg: (err as Error).message }, 'FUSE operation refused');
+    return errno(name);
+  }
+
+  #handle(fd: number): Handle {
+    const handle = this.#handles.get(fd);
+    if (!handle) throw new PosixError('EBADF', `no open handle ${fd}`);
+    return handle;
+  }
+
+  #addHandle(file: OpenFile, dirtied = false): number {
+    while (this.#handles.has(this.#nextFh)) this.#nextFh = this.#nextFh >= 0x7fffffff ? 1 : this.#nextFh + 1;
+    const fh = this.#nextFh;
+    this.#nextFh = fh >= 0x7fffffff ? 1 : fh + 1;
+    this.#handles.set(fh, { file, wrote: false, dirtied });
+    file.handles.add(fh);
+    return fh;
+  }
+
+  async #commit(file: OpenFile): Promise<void> {
+    await file.commit(
+      (path, pieces, attributes, modified) => this.#backend.commit(path, pieces, { attributes, modified }),
+      (path, version) => this.#backend.versionContent(path, version),
+    );
+  }
+
+  /** A path to look up: a malformed name cannot exist (ENOENT), except an over-long one. */
+  #lookupPath(path: string): string {
+    try {
+      return normalizePath(path);
+    } catch (err) {
+      if (err instanceof SvcError && err.data?.errno === 'ENAMETOOLONG') throw err;
+      throw new PosixError('ENOENT');
+    }
+  }
+
+  /** The stored entry at a path, or ENOENT (entries waiting for deletion are already gone). */
+  async #stored(path: string): Promise<NodeInfo> {
+    if (this.#pendingDeletes.has(path)) throw new PosixError('ENOENT');
+    const info = await this.#backend.stat(this.#lookupPath(path));
+    if (!info) throw new PosixError('ENOENT');
+    return info;
+  }
+
+  /** A path to create something at: valid, not taken, in an existing directory. */
+  async #creatable(path: string): Promise<string> {
+    const p = normalizePath(path);
+    await this.#settleDelete(p);
+    const open = this.#files.get(p);
+    if ((open && !open.orphan) || await this.#backend.stat(p)) throw new PosixError('EEXIST');
+    const parent = parentOf(p);
+    if (parent !== '/') {
+      const dir = await this.#backend.stat(parent);
+      if (!dir) throw new PosixError('ENOENT');
+      if (dir.kind !== 'dir') throw new PosixError('ENOTDIR');
+    }
+    return p;
+  }
+
+  #statOf(info: NodeInfo): FuseStat {
+    const type = info.kind === 'dir' ? S_IFDIR : info.kind === 'symlink' ? S_IFLNK : S_IFREG;
+    const perm = info.kind === 'symlink' ? 0o777 : info.mode ?? (info.kind === 'dir' ? 0o755 : 0o644);
+    const size = info.kind === 'dir' ? 4096 : info.size;
+    return {
+      mode: type | perm, uid: info.uid ?? this.#uid, gid: info.gid ?? this.#gid, size, nlink: info.kind === 'dir' ? 2 : 1,
+      mtime: info.mtime, atime: info.mtime, ctime: info.ctime, blocks: Math.ceil(size / 512), blksize: BLKSIZE,
+    };
+  }
+
+  /** Attributes of an open file with local changes (size and times are its own). */
+  async #openFileStat(file: OpenFile): Promise<FuseStat> {
+    const stored = file.isNew || file.orphan ? undefined : await this.#backend.stat(file.path).catch(() => undefined);
+    const attrs = file.pendingAttributes ?? stored;
+    return this.#statOf({
+      kind: 'file', size: file.size, mode: attrs?.mode, uid: attrs?.uid, gid: attrs?.gid,
+      mtime: file.explicitMtime ?? file.mtime, ctime: file.mtime,
+    });
+  }
+
+  #rootStat(): FuseStat {
+    return this.#statOf({ kind: 'dir', size: 0, mtime: this.#mountedAt, ctime: this.#mountedAt });
+  }
+
+  #onChange(event: ChangeEvent): void {
+    for (const path of [event.path, event.new_path]) {
+      const file = path === undefined ? undefined : this.#files.get(path);
+      if (file && !file.changed && (event.version === undefined || event.version !== file.baseVersion)) file.stale = true;
+    }
+  }
+
+  // ---------------------------------------------------------------- pending deletes of hidden files
+
+  #scheduleDelete(path: string): void {
+    let running: Promise<void> | undefined;
+    const pending: PendingDelete = {
+      timer: setTimeout(() => void pending.run(), HIDE_DELETE_DELAY_MS),
+      started: false,
+      run: () => {
+        clearTimeout(pending.timer);
+        pending.started = true;
+        running ??= this.#backend.remove(path).catch((err: unknown) => {
+          if (!(err instanceof SvcError && toErrno(err) === 'ENOENT')) this.#log.error({ err, path }, 'deleting an unlinked open file failed');
+        }).finally(() => {
+          if (this.#pendingDeletes.get(path) === pending) this.#pendingDeletes.delete(path);
+        });
+        return running;
+      },
+    };
+    this.#pendingDeletes.set(path, pending);
+  }
+
+  /** Run pending deletes at or below `path` now. */
+  async #settleDelete(path: string): Promise<void> {
+    for (const [p, pending] of [...this.#pendingDeletes]) {
+      if (isWithin(p, path)) await pending.run();
+    }
+  }
+
+  /** A rename onto `path` follows its hide: keep the stored file (it is replaced and keeps its history). */
+  async #cancelDelete(path: string): Promise<void> {
+    const pending = this.#pendingDeletes.get(path);
+    if (!pending) return;
+    if (pending.started) return pending.run();
+    clearTimeout(pending.timer);
+    this.#pendingDeletes.delete(path);
+  }
+
+  // ---------------------------------------------------------------- operations
+
+  async #statfs(): Promise<FuseStatfs> {
+    const s = await this.#backend.space();
+    const u32 = (n: number) => Math.max(0, Math.min(UINT32_MAX, Math.floor(n)));
+    return {
+      bsize: u32(s.blockSize), frsize: u32(s.blockSize), blocks: u32(s.blocks), bfree: u32(s.blocksFree), bavail: u32(s.blocksFree),
+      files: u32(s.files), ffree: u32(s.filesFree), favail: u32(s.filesFree), fsid: 0, flag: 0, namemax: 255,
+    };
+  }
+
+  async #getattr(path: string): Promise<FuseStat> {
+    if (path === '/') return this.#rootStat();
+    if (isVersionsPath(path)) return this.#versionsStat(await this.#versionsTarget(path));
+    const file = this.#files.get(path);
+    if (file && (file.changed || file.orphan)) return this.#openFileStat(file);
+    return this.#statOf(await this.#stored(path));
+  }
+
+  async #readdir(path: string): Promise<[string[], FuseStat[]]> {
+    const here = path === '/' ? this.#rootStat() : await this.#getattr(path);
+    const names = ['.', '..'];
+    const stats = [here, here];
+    if (isVersionsPath(path)) {
+      for (const [name, target] of await listVersionsDir(this.#backend, await this.#versionsTarget(path))) {
+        names.push(name);
+        stats.push(this.#versionsStat(target));
+      }
+      return [names, stats];
+    }
+    const dir = this.#lookupPath(path);
+    const seen = new Set<string>();
+    for (const [name, info] of await this.#backend.list(dir)) {
+      const child = dir === '/' ? `/${name}` : `${dir}/${name}`;
+      // A stored /.versions is shadowed by the virtual tree.
+      if (this.#pendingDeletes.has(child) || child === VERSIONS_DIR) continue;
+      seen.add(name);
+      const file = this.#files.get(child);
+      names.push(name);
+      stats.push(file?.changed ? await this.#openFileStat(file) : this.#statOf(info));
+    }
+    for (const [p, file] of this.#files) {
+      if (file.isNew && !file.orphan && parentOf(p) === dir && !seen.has(baseName(p))) {
+        names.push(baseName(p));
+        stats.push(await this.#openFileStat(file));
+      }
+    }
+    return [names, stats];
+  }
+
+  async #open(path: string, flags: number): Promise<number> {
+    const writing = (flags & 3) !== 0; // O_WRONLY or O_RDWR
+    if (isVersionsPath(path)) {
+      if (writing) throw new PosixError('EROFS');
+      const target = await this.#versionsTarget(path);
+      if (target.kind !== 'version') throw new PosixError('EISDIR');
+      const content = await this.#backend.versionContent(target.path, target.version.version);
+      return this.#addHandle(new OpenFile(path, content, { readOnly: true, mtime: target.version.modified }));
+    }
+    if (this.#pendingDeletes.has(path)) throw new PosixError('ENOENT');
+    let file = this.#files.get(path);
+    if (file && !file.changed && !file.orphan) {
+      // A clean open file may be behind a change made through another face.
+      const info = await this.#backend.stat(path);
+      if (info?.version !== undefined && info.version !== file.baseVersion) await file.refresh(await this.#backend.content(path));
+    }
+    if (!file) {
+      const p = this.#lookupPath(path);
+      const content = await this.#backend.content(p);
+      // Another open of the same path may have won the race while this one waited.
+      file = this.#files.get(p) ?? new OpenFile(p, content, { mtime: Date.now() });
+      this.#files.set(p, file);
+    }
+    return this.#addHandle(file);
+  }
+
+  async #create(path: string, mode: number): Promise<number> {
+    if (isVersionsPath(path)) throw new PosixError('EROFS');
+    const p = await this.#creatable(path);
+    const file = new OpenFile(p, undefined, { attributes: { mode: mode & 0o7777, uid: this.#uid, gid: this.#gid }, mtime: Date.now() });
+    this.#files.set(p, file);
+    // Dirtied: even with no write, the close must store the new (empty) file.
+    return this.#addHandle(file, true);
+  }
+
+  async #truncate(path: string, size: number): Promise<void> {
+    if (isVersionsPath(path)) throw new PosixError('EROFS');
+    const open = this.#files.get(path);
+    if (open && !open.orphan) {
+      // open(O_TRUNC) arrives as open + truncate: buffered with the writes that follow, one version.
+      await open.truncate(size);
+      for (const fh of open.handles) this.#handles.get(fh)!.dirtied = true;
+      return;
+    }
+    const info = await this.#stored(path);
+    if (info.kind === 'dir') throw new PosixError('EISDIR');
+    const file = new OpenFile(path, await this.#backend.content(path), { mtime: Date.now() });
+    await file.truncate(size);
+    await this.#commit(file);
+  }
+
+  async #release(fd: number): Promise<void> {
+    const handle = this.#handle(fd);
+    this.#handles.delete(fd);
+    const { file } = handle;
+    file.handles.delete(fd);
+    try {
+      if (handle.wrote || handle.dirtied || file.handles.size === 0) await this.#commit(file);
+    } finally {
+      // Checked after the commit: an open() may have joined the file while it was committing.
+      if (file.handles.size === 0 && this.#files.get(file.path) === file && !file.orphan) this.#files.delete(file.path);
+    }
+  }
+
+  async #unlink(path: string): Promise<void> {
+    if (isVersionsPath(path)) throw new PosixError('EROFS');
+    const file = this.#files.get(path);
+    if (file?.orphan || file?.isNew) {
+      // libfuse removing its hidden name, or a file created here and never stored.
+      file.orphan = true;
+      this.#files.delete(path);
+      return;
+    }
+    await this.#stored(path);
+    await this.#backend.remove(this.#lookupPath(path));
+    if (file) {
+      file.orphan = true;
+      this.#files.delete(path);
+    }
+  }
+
+  async #rename(from: string, to: string): Promise<void> {
+    if (isVersionsPath(from) || isVersionsPath(to)) throw new PosixError('EROFS');
+    const src = this.#files.get(from);
+    if (src && !src.orphan && baseName(to).startsWith(HIDDEN_PREFIX)) return this.#hide(src, to);
+    if (this.#pendingDeletes.has(from)) throw new PosixError('ENOENT');
+    const target = normalizePath(to);
+    await this.#cancelDelete(target);
+    for (const [p, file] of this.#files) {
+      if (file.isNew && !file.orphan && p !== target && isWithin(p, target)) throw new PosixError('ENOTEMPTY');
+    }
+    // The store must hold what is renamed, including a file created here and not committed yet.
+    if (src?.changed && !src.orphan) await this.#commit(src);
+    await this.#backend.rename(this.#lookupPath(from), target);
+    const replaced = this.#files.get(target);
+    if (replaced && replaced !== src) {
+      replaced.orphan = true;
+      this.#files.delete(target);
+    }
+    for (const [p, file] of [...this.#files]) {
+      if (!isWithin(p, from) || file.orphan) continue;
+      this.#files.delete(p);
+      file.path = target + p.slice(from.length);
+      this.#files.set(file.path, file);
+    }
+  }
+
+  /** libfuse renames a file that is unlinked or replaced while open to `.fuse_hiddenNNN`. */
+  async #hide(file: OpenFile, hiddenPath: string): Promise<void> {
+    const from = file.path;
+    const stored = !file.isNew;
+    await file.detach();
+    file.orphan = true;
+    this.#files.delete(from);
+    file.path = hiddenPath;
+    this.#files.set(hiddenPath, file);
+    if (stored) this.#scheduleDelete(from);
+  }
+
+  async #mkdir(path: string, mode: number): Promise<void> {
+    if (isVersionsPath(path)) throw new PosixError('EROFS');
+    const p = normalizePath(path);
+    await this.#settleDelete(p);
+    await this.#backend.mkdir(p, { mode: mode & 0o7777, uid: this.#uid, gid: this.#gid });
+  }
+
+  async #rmdir(path: string): Promise<void> {
+    if (isVersionsPath(path)) throw new PosixError('EROFS');
+    const p = this.#lookupPath(path);
+    await this.#settleDelete(p);
+    for (const [q, file] of this.#files) {
+      if (file.isNew && !file.orphan && q !== p && isWithin(q, p)) throw new PosixError('ENOTEMPTY');
+    }
+    await this.#backend.rmdir(p);
+  }
+
+  async #symlink(target: string, path: string): Promise<void> {
+    if (isVersionsPath(path)) throw new PosixError('EROFS');
+    const p = await this.#creatable(path);
+    await this.#backend.commit(p, [{ data: Buffer.from(target) }], { symlink: true, attributes: { uid: this.#uid, gid: this.#gid } });
+  }
+
+  async #readlink(path: string): Promise<string> {
+    if (isVersionsPath(path)) throw new PosixError('EINVAL');
+    const info = await this.#stored(path);
+    if (info.kind !== 'symlink') throw new PosixError('EINVAL');
+    return (await readAll(await this.#backend.content(path))).toString();
+  }
+
+  async #setAttributes(path: string, changes: { mode?: number; uid?: number | undefined; gid?: number | undefined }): Promise<void> {
+    if (isVersionsPath(path)) throw new PosixError('EROFS');
+    // The mount's root is not an entry of its own: its attributes stay the mount's.
+    if (path === '/') return;
+    const file = this.#files.get(path);
+    if (file?.orphan) return;
+    if (file?.isNew) return file.setPendingAttributes(changes);
+    await this.#stored(path);
+    await this.#backend.setAttributes(this.#lookupPath(path), changes);
+  }
+
+  async #utimens(path: string, mtime: number): Promise<void> {
+    if (isVersionsPath(path)) throw new PosixError('EROFS');
+    if (path === '/') return;
+    const file = this.#files.get(path);
+    if (file?.orphan) return;
+    if (file?.changed) {
+      // Recorded by the commit that stores the pending content (a commit stamps the last write otherwise).
+      file.explicitMtime = mtime;
+      return;
+    }
+    await this.#stored(path);
+    await this.#backend.setAttributes(this.#lookupPath(path), { modified: mtime });
+  }
+
+  // ---------------------------------------------------------------- /.versions
+
+  async #versionsTarget(path: string): Promise<VersionsTarget> {
+    const target = await resolveVersionsPath(this.#backend, path);
+    if (!target) throw new PosixError('ENOENT');
+    return target;
+  }
+
+  #versionsStat(target: VersionsTarget): FuseStat {
+    if (target.kind === 'version') {
+      const v = target.version;
+      return this.#statOf({ kind: 'file', size: v.size, mode: 0o444, mtime: v.modified, ctime: v.modified });
+    }
+    const time = target.info?.mtime ?? this.#mountedAt;
+    return this.#statOf({ kind: 'dir', size: 0, mode: 0o555, mtime: time, ctime: time });
+  }
+}
+
+/** Every byte of a (small) stored content. */
+async function readAll(content: StoredContent): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for (let i = 0, have = 0; have < content.size; i++) {
+    const chunk = await content.load(i);
+    parts.push(chunk);
+    have += chunk.length;
+  }
+  return Buffer.concat(parts);
+}

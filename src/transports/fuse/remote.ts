@@ -1,0 +1,242 @@
+/**
+ * @module transports/fuse/remote
+ * The remote FUSE backend: any svc daemon through the typed RPC client (`svc mount --remote-url`).
+ * The mount acts as the API key's subject, so every operation is checked by the daemon exactly as
+ * an RPC call is. Attributes are cached for a short time and dropped as soon as the daemon's change
+ * bus (WebSocket `watch`) reports a change, so changes from any face show up within a second.
+ *
+ * Limits: a commit sends the whole file in one `write`, so a file is limited by the daemon's
+ * --max-body (64 MiB by default); reads go chunk by chunk with `read_range`.
+ */
+import WebSocket from 'ws';
+import type { Logger } from '../../core/log.js';
+import type { ChangeEvent } from '../../core/events.js';
+import { SvcError, type ErrorCodeValue } from '../../core/errors.js';
+import type { EntryAttributes } from '../../fs/records.js';
+import { CHUNK_SIZE, type AttributeChanges, type ContentPiece } from '../../fs/service.js';
+import type { PosixEntry } from '../../fs/posix.js';
+import { RpcError, SvcClient, type Api, type MethodName, type Wire } from '../../client/index.js';
+import type { ParamsOf, ResultOf } from '../../core/method.js';
+import { parentOf, isWithin } from '../../core/paths.js';
+import type { CommitOptions, CommitResult, FuseBackend, NodeInfo, SpaceInfo, StoredContent, VersionInfo } from './backend.js';
+
+/** How long a cached attribute may be served without a change event (ms). */
+const ATTR_TTL_MS = 1000;
+const RECONNECT_MS = 1000;
+/** What statfs reports: the daemon's disk is not visible over RPC. */
+const REPORTED_SPACE: SpaceInfo = { blockSize: 4096, blocks: 2 ** 32 - 1, blocksFree: 2 ** 31, files: 2 ** 32 - 1, filesFree: 2 ** 31 };
+
+export interface RemoteBackendOptions {
+  url: string;
+  apiKey?: string | undefined;
+  log: Logger;
+}
+
+function nodeOf(e: Wire<PosixEntry>): NodeInfo {
+  const mtime = Date.parse(e.modified_at);
+  return {
+    kind: e.kind, size: e.size, mode: e.mode ?? undefined, uid: e.uid ?? undefined, gid: e.gid ?? undefined,
+    mtime, ctime: mtime, version: e.version ?? undefined, etag: e.etag ?? undefined,
+  };
+}
+
+export class RemoteBackend implements FuseBackend {
+  readonly description: string;
+  readonly #client: SvcClient;
+  readonly #opts: RemoteBackendOptions;
+  readonly #cache = new Map<string, { info: NodeInfo | undefined; at: number }>();
+  readonly #listeners = new Set<(e: ChangeEvent) => void>();
+  #ws: WebSocket | undefined;
+  #closed = false;
+  #reconnect: NodeJS.Timeout | undefined;
+
+  constructor(opts: RemoteBackendOptions) {
+    this.#opts = opts;
+    this.description = opts.url;
+    this.#client = new SvcClient({ url: opts.url, apiKey: opts.apiKey });
+  }
+
+  /** Check the daemon answers and serves the POSIX methods, and start watching its changes. */
+  async connect(): Promise<void> {
+    let methods: string[];
+    try {
+      methods = (await this.#client.status()).methods;
+    } catch (err) {
+      throw new Error(`cannot reach the daemon at ${this.#opts.url}: ${(err as Error).message}`);
+    }
+    const missing = ['stat', 'readdir', 'read_range', 'set_attributes', 'symlink'].filter((m) => !methods.includes(m));
+    if (missing.length) throw new Error(`the daemon at ${this.#opts.url} is too old to be mounted (no ${missing.join(', ')})`);
+    await this.#watch();
+  }
+
+  async stat(path: string): Promise<NodeInfo | undefined> {
+    const hit = this.#cache.get(path);
+    if (hit && Date.now() - hit.at < ATTR_TTL_MS) return hit.info;
+    const e = await this.#call('stat', { path });
+    const info = e ? nodeOf(e) : undefined;
+    this.#cache.set(path, { info, at: Date.now() });
+    return info;
+  }
+
+  async list(dir: string): Promise<[string, NodeInfo][]> {
+    const entries = await this.#call('readdir', { path: dir });
+    const now = Date.now();
+    const prefix = dir === '/' ? 1 : dir.length + 1;
+    return entries.map((e) => {
+      const info = nodeOf(e);
+      this.#cache.set(e.path, { info, at: now });
+      return [e.path.slice(prefix), info];
+    });
+  }
+
+  async content(path: string): Promise<StoredContent> {
+    this.#cache.delete(path);
+    const info = await this.stat(path);
+    if (!info) throw new SvcError(-32000, `File not found: ${path}`, { path });
+    if (info.kind === 'dir') throw new SvcError(-32005, `Is a directory: ${path}`, { path, errno: 'EISDIR' });
+    return this.#stored(path, info.version!, info.size, info.etag!);
+  }
+
+  async commit(path: string, pieces: ContentPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
+    const data = Buffer.concat(pieces.map((p) => p.data));
+    this.#invalidate(path);
+    if (opts.symlink) {
+      const r = await this.#call('symlink', { path, target: data.toString(), ...opts.attributes });
+      return { version: r.version, etag: r.etag, size: r.size };
+    }
+    const r = await this.#call('write', { path, content: data });
+    await this.#setAttributes(path, { ...opts.attributes, modified: opts.modified });
+    return { version: r.version, etag: r.etag, size: r.size };
+  }
+
+  async remove(path: string): Promise<void> {
+    this.#invalidate(path);
+    await this.#call('delete', { path });
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    this.#invalidate(from);
+    this.#invalidate(to);
+    await this.#call('rename', { old_path: from, new_path: to, overwrite: true });
+  }
+
+  async mkdir(path: string, attributes: EntryAttributes): Promise<void> {
+    this.#invalidate(path);
+    await this.#call('mkdir', { path });
+    await this.#setAttributes(path, attributes);
+  }
+
+  async rmdir(path: string): Promise<void> {
+    this.#invalidate(path);
+    await this.#call('rmdir', { path });
+  }
+
+  async setAttributes(path: string, changes: AttributeChanges): Promise<void> {
+    await this.#setAttributes(path, changes);
+  }
+
+  async versions(path: string): Promise<VersionInfo[]> {
+    const list = await this.#call('list_versions', { path });
+    return list.map((v) => ({ version: v.version, size: v.size, modified: Date.parse(v.modified_at) })).reverse();
+  }
+
+  async versionContent(path: string, version: number): Promise<StoredContent> {
+    const v = (await this.#call('list_versions', { path })).find((x) => x.version === version);
+    if (!v) throw new SvcError(-32000, `Version ${version} not found for ${path}`, { path, version });
+    return this.#stored(path, version, v.size, v.etag);
+  }
+
+  async space(): Promise<SpaceInfo> {
+    return REPORTED_SPACE;
+  }
+
+  onChange(listener: (e: ChangeEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#reconnect);
+    this.#ws?.close();
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  async #setAttributes(path: string, changes: AttributeChanges): Promise<void> {
+    this.#invalidate(path);
+    const { mode, uid, gid, modified } = changes;
+    if (mode === undefined && uid === undefined && gid === undefined && modified === undefined) return;
+    await this.#call('set_attributes', {
+      path, mode, uid, gid, modified_at: modified === undefined ? undefined : new Date(modified).toISOString(),
+    });
+  }
+
+  /** A call whose JSON-RPC errors come back as SvcErrors (the operations map those to errno). */
+  async #call<M extends MethodName>(method: M, params: ParamsOf<Api[M]>): Promise<Wire<ResultOf<Api[M]>>> {
+    try {
+      return await this.#client.call(method, params);
+    } catch (err) {
+      if (err instanceof RpcError) throw new SvcError(err.code as ErrorCodeValue, err.message, err.data as Record<string, unknown> | undefined);
+      throw err;
+    }
+  }
+
+  #stored(path: string, version: number, size: number, etag: string): StoredContent {
+    return {
+      size, version, etag,
+      hash: () => undefined,
+      load: async (i) => this.#call('read_range', { path, offset: i * CHUNK_SIZE, length: CHUNK_SIZE, version }),
+    };
+  }
+
+  #invalidate(path: string): void {
+    this.#cache.delete(path);
+    this.#cache.delete(parentOf(path));
+  }
+
+  #onEvent(event: ChangeEvent): void {
+    if (event.type === 'rename' || event.type === 'rmdir') {
+      for (const p of this.#cache.keys()) {
+        if (isWithin(p, event.path) || (event.new_path && isWithin(p, event.new_path))) this.#cache.delete(p);
+      }
+    }
+    this.#invalidate(event.path);
+    if (event.new_path) this.#invalidate(event.new_path);
+    for (const l of this.#listeners) l(event);
+  }
+
+  /** Subscribe to the daemon's change bus over WebSocket; reconnects until closed. */
+  #watch(): Promise<void> {
+    const wsUrl = this.#opts.url.replace(/^http/, 'ws').replace(/\/+$/, '') + '/api/nfs/ws';
+    const headers = this.#opts.apiKey ? { Authorization: `Bearer ${this.#opts.apiKey}` } : undefined;
+    return new Promise((resolve) => {
+      const ws = new WebSocket(wsUrl, { headers });
+      this.#ws = ws;
+      let opened = false;
+      ws.on('open', () => {
+        opened = true;
+        ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'watch', params: { path: '/', recursive: true } }));
+        resolve();
+      });
+      ws.on('message', (data) => {
+        let msg: { method?: string; params?: ChangeEvent };
+        try {
+          msg = JSON.parse(data.toString());
+        } catch {
+          return;
+        }
+        if (msg.method === 'fs.event' && msg.params) this.#onEvent(msg.params);
+      });
+      ws.on('error', (err) => this.#opts.log.debug({ err }, 'change watch connection error'));
+      ws.on('close', () => {
+        // Whatever happened while disconnected is unknown: forget every cached attribute.
+        this.#cache.clear();
+        if (!opened) resolve();
+        if (this.#closed) return;
+        this.#opts.log.warn({ url: wsUrl }, 'change watch disconnected; reconnecting');
+        this.#reconnect = setTimeout(() => void this.#watch(), RECONNECT_MS);
+      });
+    });
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * @module test/fuse/tools
+ * Ordinary tools inside a real mount served by `svc serve --mount`: cp -r + diff -r, tar x/c,
+ * rsync -a (twice: the second run finds nothing to do), git on a few hundred files, an editor-style
+ * save, mv of a directory, chmod/touch -d/ln -s seen through stat, and the errno of each failure.
+ */
+import t from 'tap';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fuseSkipReason, sh, shOk, startMountedDaemon, tempDir } from './harness.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const skip = fuseSkipReason();
+if (skip) console.log(`# ${skip}`);
+
+/** A plain-disk tree of `n` small text files in nested directories. */
+async function makeTree(dir: string, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const sub = join(dir, `d${i % 7}`, `e${i % 3}`);
+    await mkdir(sub, { recursive: true });
+    await writeFile(join(sub, `f${i}.txt`), `file ${i}\n${'x'.repeat(i * 13 % 900)}\n`);
+  }
+}
+
+t.test('ordinary tools in the mount', { skip }, async (t) => {
+  const d = await startMountedDaemon(t);
+  const m = d.mnt;
+  const plain = tempDir('svc-fuse-plain-');
+  t.teardown(() => sh(`rm -rf '${plain}'`));
+
+  t.test('cp -r of a source tree, then diff -r against the original', async (t) => {
+    await shOk(`cp -r '${ROOT}/src' '${m}/src'`);
+    const r = await sh(`diff -r '${ROOT}/src' '${m}/src'`);
+    t.equal(r.code, 0, r.stdout + r.stderr);
+  });
+
+  t.test('tar x into the mount and tar c out of it', async (t) => {
+    await shOk(`tar cf '${plain}/in.tar' -C '${ROOT}' src`);
+    await shOk(`mkdir '${m}/tarx' && tar xf '${plain}/in.tar' -C '${m}/tarx'`);
+    t.equal((await sh(`diff -r '${ROOT}/src' '${m}/tarx/src'`)).code, 0, 'extracted tree equals the original');
+    const c = await sh(`tar cf '${plain}/out.tar' -C '${m}/tarx' src`);
+    t.equal(c.code, 0, `tar c exits 0 (no "file changed as we read it"): ${c.stderr}`);
+    await shOk(`mkdir '${plain}/back' && tar xf '${plain}/out.tar' -C '${plain}/back'`);
+    t.equal((await sh(`diff -r '${ROOT}/src' '${plain}/back/src'`)).code, 0, 'the archive made from the mount round-trips');
+  });
+
+  t.test('rsync -a copies a tree with its modes and times; a second run transfers nothing', async (t) => {
+    await shOk(`rsync -a '${ROOT}/src/' '${m}/rs/'`);
+    t.equal((await sh(`diff -r '${ROOT}/src' '${m}/rs'`)).code, 0);
+    const again = await shOk(`rsync -ai '${ROOT}/src/' '${m}/rs/'`);
+    t.equal(again.trim(), '', 'nothing left to transfer');
+    const [a, b] = (await shOk(`stat -c '%Y %a' '${ROOT}/src/daemon.ts' '${m}/rs/daemon.ts'`)).trim().split('\n');
+    t.equal(b, a, 'modification time and mode preserved');
+  });
+
+  t.test('git init/add/commit/log/status on a few hundred files', async (t) => {
+    await makeTree(join(plain, 'repo'), 300);
+    await shOk(`cp -r '${plain}/repo' '${m}/repo'`);
+    const git = 'git -c user.email=t@example.com -c user.name=t -c init.defaultBranch=main';
+    await shOk(`${git} init -q && ${git} add -A && ${git} commit -qm first`, { cwd: `${m}/repo`, timeoutMs: 120_000 });
+    t.equal((await shOk('git status --porcelain', { cwd: `${m}/repo` })).trim(), '', 'clean after commit');
+    t.match(await shOk('git log --oneline', { cwd: `${m}/repo` }), /first/);
+    await shOk('echo change >> d1/e1/f1.txt && rm d2/e2/f2.txt && echo new > added.txt', { cwd: `${m}/repo` });
+    const status = (await shOk('git status --porcelain', { cwd: `${m}/repo` })).replace(/\n$/, '').split('\n').sort();
+    t.same(status, ['?? added.txt', ' D d2/e2/f2.txt', ' M d1/e1/f1.txt'].sort());
+    await shOk(`${git} add -A && ${git} commit -qm second && git fsck --no-progress`, { cwd: `${m}/repo` });
+    t.equal((await shOk('git log --oneline | wc -l', { cwd: `${m}/repo` })).trim(), '2');
+  });
+
+  t.test('editor-style save: temp file, fsync, rename over the original keeps its history', async (t) => {
+    await shOk(`echo one > '${m}/doc.txt'`);
+    await shOk(`cd '${m}' && printf 'two\\n' > .doc.txt.swp && python3 -c "import os; fd=os.open('.doc.txt.swp', os.O_RDWR); os.fsync(fd); os.close(fd)" && mv .doc.txt.swp doc.txt`);
+    t.equal(await shOk(`cat '${m}/doc.txt'`), 'two\n');
+    t.equal((await shOk(`ls -a '${m}'`)).includes('.doc.txt.swp'), false, 'temp file gone');
+    const versions = await d.rpc('list_versions', { path: '/doc.txt' });
+    t.same(versions.map((v: { version: number }) => v.version), [2, 1], 'the original history continues');
+    t.equal(await shOk(`cat '${m}/.versions/doc.txt/1'`), 'one\n');
+  });
+
+  t.test('mv of a directory moves everything below it', async (t) => {
+    await shOk(`mkdir -p '${m}/mvsrc/a/b' && echo deep > '${m}/mvsrc/a/b/c.txt' && mv '${m}/mvsrc' '${m}/mvdst'`);
+    t.equal(await shOk(`cat '${m}/mvdst/a/b/c.txt'`), 'deep\n');
+    t.equal((await sh(`test -e '${m}/mvsrc'`)).code, 1, 'the source is gone');
+    t.equal((await d.rpc('exists', { path: '/mvdst/a/b/c.txt' })).exists, true, 'RPC sees the move');
+  });
+
+  t.test('chmod, chown, touch -d and ln -s are visible through stat', async (t) => {
+    await shOk(`cd '${m}' && echo x > attrs.txt && chmod 640 attrs.txt && chown 1234:5678 attrs.txt && touch -d '2001-02-03 04:05:06 UTC' attrs.txt && ln -s attrs.txt link`);
+    t.equal((await shOk(`stat -c '%a %u %g %Y' '${m}/attrs.txt'`)).trim(), `640 1234 5678 ${Date.UTC(2001, 1, 3, 4, 5, 6) / 1000}`);
+    t.equal((await shOk(`stat -c '%F' '${m}/link'`)).trim(), 'symbolic link');
+    t.equal((await shOk(`readlink '${m}/link'`)).trim(), 'attrs.txt');
+    t.equal(await shOk(`cat '${m}/link'`), 'x\n', 'the link resolves');
+    await shOk(`mkdir -m 700 '${m}/private'`);
+    t.equal((await shOk(`stat -c '%a' '${m}/private'`)).trim(), '700', 'mkdir mode');
+    await shOk(`echo y > '${m}/attrs.txt'`);
+    t.equal((await shOk(`stat -c '%a %u' '${m}/attrs.txt'`)).trim(), '640 1234', 'a new version keeps the attributes');
+  });
+
+  t.test('random-offset writes, sparse extension and truncation', async (t) => {
+    await shOk(`cd '${m}' && dd if=/dev/urandom of='${plain}/r.bin' bs=1k count=2500 status=none && cp '${plain}/r.bin' r.bin`
+      + ` && printf 'PATCH' | dd of=r.bin bs=1 seek=1048570 conv=notrunc status=none && printf 'PATCH' | dd of='${plain}/r.bin' bs=1 seek=1048570 conv=notrunc status=none`
+      + ` && truncate -s 3000000 r.bin && truncate -s 3000000 '${plain}/r.bin' && truncate -s 1048577 r.bin && truncate -s 1048577 '${plain}/r.bin'`
+      + ` && truncate -s 2200000 r.bin && truncate -s 2200000 '${plain}/r.bin'`);
+    t.equal((await sh(`cmp '${m}/r.bin' '${plain}/r.bin'`)).code, 0);
+    const meta = await d.rpc('get_metadata', { path: '/r.bin' });
+    t.equal(meta.size, 2200000, 'size from the record');
+  });
+
+  t.test('failures carry the right errno', async (t) => {
+    const err = async (cmd: string) => (await sh(`cd '${m}' && ${cmd}`)).stderr;
+    await shOk(`cd '${m}' && mkdir -p full/sub && echo f > file`);
+    t.match(await err('cat missing'), /No such file or directory/, 'ENOENT');
+    t.match(await err('mkdir full'), /File exists/, 'EEXIST');
+    t.match(await err('rmdir full'), /Directory not empty/, 'ENOTEMPTY');
+    t.match(await err('cat full'), /Is a directory/, 'EISDIR');
+    t.match(await err('ls file/x'), /Not a directory/, 'ENOTDIR');
+    t.match(await err(`touch ${'n'.repeat(256)}`), /File name too long/, 'ENAMETOOLONG');
+    t.match(await err('ln file hard'), /Operation not permitted/, 'EPERM for hard links');
+    t.match(await err('echo x > .versions/file/1'), /Read-only file system/, 'EROFS in /.versions');
+    const rename = (from: string, to: string) => err(`python3 -c "import os; os.rename('${from}', '${to}')"`);
+    t.match(await rename('file', 'full'), /Is a directory/, 'EISDIR: file over directory');
+    t.match(await rename('full', 'file'), /Not a directory/, 'ENOTDIR: directory over file');
+    await shOk(`mkdir '${m}/other' && echo o > '${m}/other/o'`);
+    t.match(await rename('full', 'other'), /Directory not empty/, 'ENOTEMPTY: directory over a non-empty one');
+    t.match(await err('runuser -u nobody -- cat file'), /Permission denied/, 'EACCES for a caller the mount does not admit');
+  });
+});
