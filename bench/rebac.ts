@@ -7,7 +7,7 @@
  * deep. Prints figures only, never asserts; every loop is bounded. Run: `npx tsx bench/rebac.ts`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { buildServices } from '../src/daemon.js';
@@ -104,7 +104,8 @@ async function main(): Promise<void> {
     const stored = rebac.list({}).length;
     console.log(`svc rebac bench: ${stored} tuples on a 6-level tree (${FANOUT} subdirectories per directory, ${FILES_PER_DIR} files in each `
       + `of the deepest), loaded in ${(loadMs / 1000).toFixed(1)} s`);
-    console.log(`node ${process.version}, ${process.platform}/${process.arch}; check = RebacService.check (in-process, LMDB reads)\n`);
+    console.log(`node ${process.version}, ${process.platform}/${process.arch}, ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), `
+      + `load ${loadavg()[0]!.toFixed(2)}; check = RebacService.check (in-process, LMDB reads)\n`);
 
     const q = rng(7);
     const files = Array.from({ length: CHECKS + WARMUP }, () => fileAt(q));

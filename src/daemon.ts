@@ -27,6 +27,7 @@ import { NamespaceService } from './namespaces/service.js';
 import { namespaceMethods } from './namespaces/methods.js';
 import { RebacService } from './rebac/service.js';
 import { rebacMethods } from './rebac/methods.js';
+import { Permissions } from './auth/permissions.js';
 import { Dispatcher } from './transports/rpc/dispatch.js';
 import { HttpFace } from './transports/rpc/http.js';
 import { FuseMount } from './transports/fuse/mount.js';
@@ -43,6 +44,8 @@ export interface Services {
   readonly admin: AdminService;
   readonly namespaces: NamespaceService;
   readonly rebac: RebacService;
+  /** The permission check of every face (RPC here; FUSE and MCP call the same one). */
+  readonly permissions: Permissions;
   readonly methods: MethodTable;
 }
 
@@ -70,9 +73,12 @@ export function buildServices(dataDir: string, log: Logger, opts: BuildOptions =
   // A rename is answered only once the tuples on the moved paths have followed it.
   fs.addCommitHook((changes) => rebac.followRenames(changes));
   const enforce = { enforce: opts.enforcePermissions ?? true };
-  const methods = buildTable(fsMethods(fs), posixMethods(fs), workspaceMethods(workspaces), mountMethods(mounts), adminMethods(admin),
+  // No-op for unauthenticated callers (no auth configured) and admins; see auth/permissions.
+  const permissions = new Permissions(rebac, enforce);
+  const methods = buildTable(fsMethods(fs, permissions), posixMethods(fs, permissions),
+    workspaceMethods(workspaces, permissions, (p) => fs.exists(p)), mountMethods(mounts, permissions), adminMethods(admin),
     rebacMethods(rebac, enforce), namespaceMethods(namespaces, enforce));
-  return { store, events, fs, workspaces, mounts, keys, admin, namespaces, rebac, methods };
+  return { store, events, fs, workspaces, mounts, keys, admin, namespaces, rebac, permissions, methods };
 }
 
 export class Daemon {

@@ -45,7 +45,8 @@ type JsonSchema = {
   type?: string | string[];
   properties?: Record<string, JsonSchema>;
   required?: string[];
-  items?: JsonSchema;
+  items?: JsonSchema | boolean;
+  prefixItems?: JsonSchema[];
   anyOf?: JsonSchema[];
   oneOf?: JsonSchema[];
   enum?: unknown[];
@@ -73,19 +74,29 @@ function inputSchema(schema: z.ZodType): JsonSchema {
   }) as JsonSchema;
 }
 
-/** A short human type for a JSON Schema node: `string`, `integer ≥ 1`, `string[]`, `bytes`… */
-export function typeName(s: JsonSchema): string {
+/**
+ * A short human type for a JSON Schema node: `string`, `integer ≥ 1`, `string[]`, `[string, string]`,
+ * `bytes`… `terse` leaves out constraints (inside tuples and arrays).
+ */
+export function typeName(s: JsonSchema, terse = false): string {
   if (s[WIRE_KEY]) return s[WIRE_KEY];
   const union = s.anyOf ?? s.oneOf;
-  if (union) return [...new Set(union.map(typeName))].join(' \\| ');
+  if (union) return [...new Set(union.map((u) => typeName(u, terse)))].join(' \\| ');
   if (s.enum) return s.enum.map((v) => JSON.stringify(v)).join(' \\| ');
   if (s.const !== undefined) return JSON.stringify(s.const);
   const type = Array.isArray(s.type) ? s.type.join(' \\| ') : s.type;
   switch (type) {
     case undefined: return 'any';
-    case 'array': return `${s.items ? typeName(s.items) : 'any'}[]`;
+    case 'array': {
+      if (s.prefixItems) {
+        const rest = s.items && typeof s.items === 'object' ? `, ...${typeName(s.items, true)}[]` : '';
+        return `[${s.prefixItems.map((i) => typeName(i, true)).join(', ')}${rest}]`;
+      }
+      return `${typeof s.items === 'object' ? typeName(s.items, true) : 'any'}[]`;
+    }
     case 'integer':
     case 'number': {
+      if (terse) return type;
       const bounds: string[] = [];
       if (s.minimum !== undefined) bounds.push(`≥ ${s.minimum}`);
       if (s.exclusiveMinimum !== undefined) bounds.push(`> ${s.exclusiveMinimum}`);
@@ -94,6 +105,7 @@ export function typeName(s: JsonSchema): string {
       return [type, ...bounds].join(' ');
     }
     case 'string': {
+      if (terse) return type;
       if (s.minLength === 1 && s.maxLength === undefined) return 'string (non-empty)';
       const bounds: string[] = [];
       if (s.minLength !== undefined) bounds.push(`min length ${s.minLength}`);

@@ -7,18 +7,43 @@ import { z } from 'zod';
 import { defineMethod, type ApiOf } from '../core/method.js';
 import { bytesParam } from '../core/wire.js';
 import type { FsService } from './service.js';
+import type { OperationContext } from '../core/context.js';
+import { normalizeFilePath, normalizePath, parentOf } from '../core/paths.js';
+import { outermostMissing, type Permissions } from '../auth/permissions.js';
 
 const path = z.string();
 const version = z.number().int().min(1);
 const ok = { success: true } as const;
 
-/** The fs methods bound to a service instance. */
-export function fsMethods(fs: FsService) {
+/**
+ * The fs methods bound to a service instance. With `perms` (the daemon's permission check),
+ * every method checks its caller (issue 3 §5): read, get_metadata, is_directory, get_version,
+ * list_versions and diff_versions need `read`; exists answers false for what the caller may not
+ * see; write needs `write` on the file when it exists, else on its parent directory; delete and
+ * rmdir need `delete` (owner only, spec §2.4: editors may change content but not remove it);
+ * rename needs `delete` on the source (it disappears from there) and `write` on the destination's
+ * parent (plus `delete` on a destination it overwrites); mkdir needs `write` on the parent;
+ * rollback needs `write`. list, glob and grep show only what the caller may read (a directory
+ * when it or anything below it is readable). A newly created file or directory gets its creator
+ * as direct_owner.
+ */
+export function fsMethods(fs: FsService, perms?: Permissions) {
+  const can = perms;
+  /** Everything below a directory, for the visibility of directories the caller may not read. */
+  const below = (dir: string) => fs.list(dir, { recursive: true }).map((e) => e.path);
+  const visibility = (ctx: OperationContext) => can?.visibility(ctx, below);
+  /** Make the creator the owner of what a create made: the path itself and the outermost new parent. */
+  const owned = async (ctx: OperationContext, created: string | undefined, path: string) => {
+    if (!can || created === undefined) return;
+    await can.grantOwner(ctx, path);
+    if (created !== normalizePath(path)) await can.grantOwner(ctx, created);
+  };
   return [
     defineMethod({
       name: 'read', access: 'user', description: 'Read a file; with return_metadata, base64 content plus metadata.',
       params: z.strictObject({ path, return_metadata: z.boolean().default(false) }),
-      handler: ({ path, return_metadata }) => {
+      handler: ({ path, return_metadata }, ctx) => {
+        can?.require(ctx, 'read', normalizeFilePath(path));
         const { record, content } = fs.read(path);
         if (!return_metadata) return content;
         return {
@@ -37,38 +62,79 @@ export function fsMethods(fs: FsService) {
         path, content: bytesParam, if_match: z.string().optional(), if_none_match: z.boolean().default(false),
         force: z.boolean().default(false),
       }),
-      handler: (p) => fs.write(p.path, p.content, { ifMatch: p.if_match, ifNoneMatch: p.if_none_match, force: p.force }),
+      handler: async (p, ctx) => {
+        const created = can?.enforcing ? outermostMissing(normalizeFilePath(p.path), (q) => fs.exists(q)) : undefined;
+        can?.requireCreate(ctx, p.path, created === undefined);
+        const result = await fs.write(p.path, p.content, { ifMatch: p.if_match, ifNoneMatch: p.if_none_match, force: p.force });
+        await owned(ctx, created, p.path);
+        return result;
+      },
     }),
     defineMethod({
       name: 'delete', access: 'user', description: 'Delete a file and its history.',
       params: z.strictObject({ path }),
-      handler: async ({ path }) => (await fs.delete(path), ok),
+      handler: async ({ path }, ctx) => {
+        can?.require(ctx, 'delete', normalizeFilePath(path));
+        return (await fs.delete(path), ok);
+      },
     }),
     defineMethod({
       name: 'rename', access: 'user',
       description: 'Move a file or a directory with everything below it; overwrite replaces an existing target as POSIX rename does.',
       params: z.strictObject({ old_path: z.string(), new_path: z.string(), overwrite: z.boolean().default(false) }),
-      handler: async ({ old_path, new_path, overwrite }) => (await fs.rename(old_path, new_path, { overwrite }), ok),
+      handler: async ({ old_path, new_path, overwrite }, ctx) => {
+        if (can?.applies(ctx)) {
+          const from = normalizeFilePath(old_path);
+          const to = normalizeFilePath(new_path);
+          can.require(ctx, 'delete', from);
+          can.require(ctx, 'write', parentOf(to));
+          if (overwrite && fs.exists(to)) can.require(ctx, 'delete', to);
+        }
+        // The moved tuples follow the rename (the ReBAC commit hook); missing parents of the target are new.
+        const created = can?.enforcing ? outermostMissing(parentOf(normalizeFilePath(new_path)), (q) => fs.exists(q)) : undefined;
+        await fs.rename(old_path, new_path, { overwrite });
+        if (created !== undefined) await can!.grantOwner(ctx, created);
+        return ok;
+      },
     }),
     defineMethod({
       name: 'exists', access: 'user', description: 'Whether a file or directory exists.',
       params: z.strictObject({ path }),
-      handler: ({ path }) => ({ exists: fs.exists(path) }),
+      handler: ({ path }, ctx) => {
+        const exists = fs.exists(path);
+        // What the caller may not see does not exist for it (false, not -32004).
+        if (!exists || !can?.applies(ctx)) return { exists };
+        const p = normalizePath(path);
+        return { exists: visibility(ctx)!(p, fs.isDirectory(p)) };
+      },
     }),
     defineMethod({
       name: 'get_metadata', access: 'user', description: 'Metadata of a file or directory; null when absent.',
       params: z.strictObject({ path }),
-      handler: ({ path }) => fs.getMetadata(path),
+      handler: ({ path }, ctx) => {
+        can?.require(ctx, 'read', normalizeFilePath(path));
+        return fs.getMetadata(path);
+      },
     }),
     defineMethod({
       name: 'mkdir', access: 'user', description: 'Create a directory; parents like mkdir -p.',
       params: z.strictObject({ path, parents: z.boolean().default(false), exist_ok: z.boolean().default(false) }),
-      handler: async ({ path, parents, exist_ok }) => (await fs.mkdir(path, { parents, existOk: exist_ok }), ok),
+      handler: async ({ path, parents, exist_ok }, ctx) => {
+        const p = normalizePath(path);
+        const created = can?.enforcing && p !== '/' ? outermostMissing(p, (q) => fs.exists(q)) : undefined;
+        if (p !== '/') can?.require(ctx, 'write', parentOf(p));
+        await fs.mkdir(path, { parents, existOk: exist_ok });
+        await owned(ctx, created, p);
+        return ok;
+      },
     }),
     defineMethod({
       name: 'rmdir', access: 'user', description: 'Remove a directory; recursive removes everything below it.',
       params: z.strictObject({ path, recursive: z.boolean().default(false) }),
-      handler: async ({ path, recursive }) => (await fs.rmdir(path, { recursive }), ok),
+      handler: async ({ path, recursive }, ctx) => {
+        can?.require(ctx, 'delete', normalizePath(path));
+        return (await fs.rmdir(path, { recursive }), ok);
+      },
     }),
     defineMethod({
       name: 'list', access: 'user',
@@ -77,20 +143,32 @@ export function fsMethods(fs: FsService) {
         path: z.string().default('/'), recursive: z.boolean().default(true), details: z.boolean().default(false),
         prefix: z.string().optional(), show_parsed: z.boolean().default(true),
       }),
-      handler: ({ path, recursive, details, prefix }) => {
-        const entries = fs.list(path, { recursive, prefix });
+      handler: ({ path, recursive, details, prefix }, ctx) => {
+        const visible = visibility(ctx);
+        let entries = fs.list(path, { recursive, prefix });
+        if (visible) entries = entries.filter((e) => visible(e.path, e.is_directory));
         return details ? entries : entries.map((e) => e.path);
       },
     }),
     defineMethod({
       name: 'is_directory', access: 'user', description: 'Whether a path is a directory.',
       params: z.strictObject({ path }),
-      handler: ({ path }) => ({ is_directory: fs.isDirectory(path) }),
+      handler: ({ path }, ctx) => {
+        // A directory the caller may not read but holds something readable in (list shows it) answers too.
+        if (can?.applies(ctx) && !can.can(ctx, 'read', normalizePath(path))) {
+          if (!(fs.isDirectory(path) && visibility(ctx)!(path, true))) can.require(ctx, 'read', normalizePath(path));
+        }
+        return { is_directory: fs.isDirectory(path) };
+      },
     }),
     defineMethod({
       name: 'glob', access: 'user', description: 'Paths matching a glob pattern (*, ?, **, [..], {a,b}) relative to path.',
       params: z.strictObject({ pattern: z.string().min(1), path: z.string().default('/') }),
-      handler: ({ pattern, path }) => fs.glob(pattern, path),
+      handler: ({ pattern, path }, ctx) => {
+        const visible = visibility(ctx);
+        const found = fs.glob(pattern, path);
+        return visible ? found.filter((p) => visible(p, p.endsWith('/'))) : found;
+      },
     }),
     defineMethod({
       name: 'grep', access: 'user', description: 'Lines matching an ECMAScript regex in text files below path.',
@@ -98,24 +176,34 @@ export function fsMethods(fs: FsService) {
         pattern: z.string().min(1), path: z.string().default('/'), file_pattern: z.string().optional(),
         ignore_case: z.boolean().default(false), max_results: z.number().int().min(1).default(1000),
       }),
-      handler: (p) => fs.grep({
+      handler: (p, ctx) => fs.grep({
         pattern: p.pattern, path: p.path, filePattern: p.file_pattern, ignoreCase: p.ignore_case, maxResults: p.max_results,
+        include: can?.applies(ctx) ? can.filter(ctx, 'read') : undefined,
       }),
     }),
     defineMethod({
       name: 'get_version', access: 'user', description: 'Content of one version of a file.',
       params: z.strictObject({ path, version }),
-      handler: ({ path, version }) => fs.getVersion(path, version),
+      handler: ({ path, version }, ctx) => {
+        can?.require(ctx, 'read', normalizeFilePath(path));
+        return fs.getVersion(path, version);
+      },
     }),
     defineMethod({
       name: 'list_versions', access: 'user', description: 'Versions of a file, newest first.',
       params: z.strictObject({ path }),
-      handler: ({ path }) => fs.listVersions(path),
+      handler: ({ path }, ctx) => {
+        can?.require(ctx, 'read', normalizeFilePath(path));
+        return fs.listVersions(path);
+      },
     }),
     defineMethod({
       name: 'rollback', access: 'user', description: 'Bring back an earlier version as a new version.',
       params: z.strictObject({ path, version }),
-      handler: ({ path, version }) => fs.rollback(path, version),
+      handler: ({ path, version }, ctx) => {
+        can?.require(ctx, 'write', normalizeFilePath(path));
+        return fs.rollback(path, version);
+      },
     }),
     defineMethod({
       name: 'diff_versions', access: 'user', description: 'Compare two versions: metadata, or a unified diff of the content.',
@@ -125,7 +213,10 @@ export function fsMethods(fs: FsService) {
           error: (iss) => `Invalid mode: ${String(iss.input)}. Must be 'metadata' or 'content'`,
         }),
       }),
-      handler: ({ path, v1, v2, mode }) => fs.diffVersions(path, v1, v2, mode as 'metadata' | 'content'),
+      handler: ({ path, v1, v2, mode }, ctx) => {
+        can?.require(ctx, 'read', normalizeFilePath(path));
+        return fs.diffVersions(path, v1, v2, mode as 'metadata' | 'content');
+      },
     }),
   ] as const;
 }

@@ -11,6 +11,7 @@ import { datetimeParam } from '../core/wire.js';
 import { normalizeFilePath, normalizePath } from '../core/paths.js';
 import type { EntryRecord } from './records.js';
 import { CHUNK_SIZE, type FsService } from './service.js';
+import { outermostMissing, type Permissions } from '../auth/permissions.js';
 
 /** One entry with its POSIX attributes (mode, uid and gid are null when never set). */
 export interface PosixEntry {
@@ -49,14 +50,23 @@ export function readRange(fs: FsService, path: string, offset: number, length: n
 
 const uint32 = z.number().int().min(0).max(0xffffffff);
 
-/** The POSIX methods bound to a service instance. */
-export function posixMethods(fs: FsService) {
+/**
+ * The POSIX methods bound to a service instance. With `perms`, the same rules as the fs methods:
+ * stat and read_range need read, readdir shows only what the caller may see, set_attributes
+ * needs write, symlink is a create (write on the parent; the creator owns it).
+ */
+export function posixMethods(fs: FsService, perms?: Permissions) {
+  const below = (dir: string) => fs.list(dir, { recursive: true }).map((e) => e.path);
   return [
     defineMethod({
       name: 'stat', access: 'user', description: 'A file, directory or symbolic link with its POSIX attributes; null when absent.',
       params: z.strictObject({ path: z.string() }),
-      handler: ({ path }) => {
+      handler: ({ path }, ctx) => {
         const p = normalizePath(path);
+        if (perms?.applies(ctx) && !perms.can(ctx, 'read', p)) {
+          // A directory with something readable below it is visible (as in list); anything else needs read.
+          if (!(fs.isDirectory(p) && perms.visibility(ctx, below)!(p, true))) perms.require(ctx, 'read', p);
+        }
         const rec = fs.stat(p);
         return rec ? posixEntry(p, rec) : null;
       },
@@ -64,11 +74,15 @@ export function posixMethods(fs: FsService) {
     defineMethod({
       name: 'readdir', access: 'user', description: 'The direct children of a directory with their POSIX attributes, sorted by path.',
       params: z.strictObject({ path: z.string().default('/') }),
-      handler: ({ path }) => fs.list(path, { recursive: false }).flatMap((e) => {
-        const p = e.is_directory ? e.path.slice(0, -1) : e.path;
-        const rec = fs.stat(p);
-        return rec ? [posixEntry(p, rec)] : [];
-      }),
+      handler: ({ path }, ctx) => {
+        const visible = perms?.visibility(ctx, below);
+        return fs.list(path, { recursive: false }).flatMap((e) => {
+          if (visible && !visible(e.path, e.is_directory)) return [];
+          const p = e.is_directory ? e.path.slice(0, -1) : e.path;
+          const rec = fs.stat(p);
+          return rec ? [posixEntry(p, rec)] : [];
+        });
+      },
     }),
     defineMethod({
       name: 'read_range', access: 'user', description: 'Bytes [offset, offset+length) of a file, or of one version of it.',
@@ -76,7 +90,10 @@ export function posixMethods(fs: FsService) {
         path: z.string(), offset: z.number().int().min(0), length: z.number().int().min(0).max(64 * CHUNK_SIZE),
         version: z.number().int().min(1).optional(),
       }),
-      handler: ({ path, offset, length, version }) => readRange(fs, path, offset, length, version),
+      handler: ({ path, offset, length, version }, ctx) => {
+        perms?.require(ctx, 'read', normalizeFilePath(path));
+        return readRange(fs, path, offset, length, version);
+      },
     }),
     defineMethod({
       name: 'set_attributes', access: 'user',
@@ -85,8 +102,9 @@ export function posixMethods(fs: FsService) {
         path: z.string(), mode: z.number().int().min(0).max(0o7777).optional(), uid: uint32.optional(), gid: uint32.optional(),
         modified_at: datetimeParam.optional(),
       }),
-      handler: async ({ path, mode, uid, gid, modified_at }) => {
+      handler: async ({ path, mode, uid, gid, modified_at }, ctx) => {
         const p = normalizeFilePath(path);
+        perms?.require(ctx, 'write', p);
         return posixEntry(p, await fs.setAttributes(p, { mode, uid, gid, modified: modified_at?.getTime() }));
       },
     }),
@@ -96,9 +114,19 @@ export function posixMethods(fs: FsService) {
         path: z.string(), target: z.string().min(1).max(4095), mode: z.number().int().min(0).max(0o7777).optional(),
         uid: uint32.optional(), gid: uint32.optional(),
       }),
-      handler: ({ path, target, mode, uid, gid }) => fs.write(path, Buffer.from(target), {
-        ifNoneMatch: true, symlink: true, attributes: { mode, uid, gid },
-      }),
+      handler: async ({ path, target, mode, uid, gid }, ctx) => {
+        const p = normalizeFilePath(path);
+        const created = perms?.enforcing ? outermostMissing(p, (q) => fs.exists(q)) : undefined;
+        perms?.requireCreate(ctx, p, created === undefined);
+        const result = await fs.write(path, Buffer.from(target), {
+          ifNoneMatch: true, symlink: true, attributes: { mode, uid, gid },
+        });
+        if (created !== undefined) {
+          await perms!.grantOwner(ctx, p);
+          if (created !== p) await perms!.grantOwner(ctx, created);
+        }
+        return result;
+      },
     }),
   ] as const;
 }

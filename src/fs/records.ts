@@ -2,13 +2,18 @@
  * @module fs/records
  * What the fs service keeps in the metadata store, and how keys are laid out.
  *
- * Entries are keyed `parent + "\0" + name` so the direct children of a directory are one
+ * Entries are keyed `parent + SEP + name` so the direct children of a directory are one
  * contiguous range and a whole subtree is two ranges (the directory's own children, then every
- * key whose parent starts with `dir/`). NUL never appears in a valid path (core/paths).
+ * key whose parent starts with `dir/`).
  */
 import { parentOf, baseName } from '../core/paths.js';
 
-export const SEP = '\u0000';
+// U+001F: never in a valid path (control characters are refused), below every character a path
+// may hold, and — unlike NUL — encoded the same way at any key length by lmdb-js's ordered-binary
+// codec, which reserves bytes 0–4 as type markers (with NUL, keys over 64 characters sorted apart).
+export const SEP = '\u001f';
+/** The character after {@link SEP}: `prefix + SEP` up to `prefix + SEP_END` is one contiguous range. */
+export const SEP_END = '\u0020';
 
 interface EntryBase {
   /** ms since epoch */
@@ -66,7 +71,7 @@ export function keyPath(key: string): string {
 
 /** Key range of the direct children of `dir`. */
 export function childrenRange(dir: string): { start: string; end: string } {
-  return { start: dir + SEP, end: dir + '\u0001' };
+  return { start: dir + SEP, end: dir + SEP_END };
 }
 
 /** Key ranges covering every entry below `dir` (children, grandchildren, …), in key order. */
@@ -84,5 +89,5 @@ export function versionKey(path: string, version: number): string {
 }
 
 export function versionsRange(path: string): { start: string; end: string } {
-  return { start: path + SEP, end: path + '\u0001' };
+  return { start: path + SEP, end: path + SEP_END };
 }

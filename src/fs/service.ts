@@ -490,6 +490,8 @@ export class FsService {
    */
   grep(opts: {
     pattern: string; path?: string; filePattern?: string | undefined; ignoreCase?: boolean; maxResults?: number;
+    /** Only files this accepts are searched (the caller's read permission). */
+    include?: ((path: string) => boolean) | undefined;
   }): GrepMatch[] {
     const dir = this.#directory(opts.path ?? '/');
     let re: RegExp;
@@ -507,6 +509,7 @@ export class FsService {
         if (value.kind !== 'file' || value.size === 0) continue;
         const p = keyPath(key);
         if (fileMatch && !fileMatch(relativeTo(p, dir))) continue;
+        if (opts.include && !opts.include(p)) continue;
         files.push([p, value]);
       }
     }

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { defineMethod, type ApiOf } from '../core/method.js';
 import { BACKEND_TYPES, type MountService } from './service.js';
+import type { Permissions } from '../auth/permissions.js';
 
 const mount_point = z.string();
 const spec = {
@@ -12,17 +13,25 @@ const spec = {
   priority: z.number().int().default(0), readonly: z.boolean().default(false),
 };
 
-export function mountMethods(mounts: MountService) {
+/**
+ * With `perms`, changing mounts (add, remove, save, load, delete_saved) is admin only: a mount
+ * puts a directory of the daemon's host (backend_config) into the tree, so write on the mount
+ * point would let any user expose any host path it names — that is the daemon owner's decision,
+ * not a file permission. Listing active mounts is open; list_saved_mounts keeps a non-admin in
+ * its own tenant.
+ */
+export function mountMethods(mounts: MountService, perms?: Permissions) {
+  const admin = (ctx: Parameters<Permissions['applies']>[0], what: string) => perms?.requireAdmin(ctx, what);
   return [
     defineMethod({
       name: 'add_mount', access: 'user', description: 'Activate a storage mount; returns the mount point.',
       params: z.strictObject(spec),
-      handler: (p) => mounts.add(p),
+      handler: (p, ctx) => (admin(ctx, 'add a mount'), mounts.add(p)),
     }),
     defineMethod({
       name: 'remove_mount', access: 'user', description: 'Deactivate a mount (its saved configuration is untouched).',
       params: z.strictObject({ mount_point }),
-      handler: ({ mount_point }) => mounts.remove(mount_point),
+      handler: ({ mount_point }, ctx) => (admin(ctx, 'remove a mount'), mounts.remove(mount_point)),
     }),
     defineMethod({
       name: 'list_mounts', access: 'user', description: 'Active mounts.',
@@ -44,22 +53,22 @@ export function mountMethods(mounts: MountService) {
       params: z.strictObject({
         ...spec, owner_user_id: z.string().optional(), tenant_id: z.string().optional(), description: z.string().optional(),
       }),
-      handler: (p) => mounts.save(p),
+      handler: (p, ctx) => (admin(ctx, 'save a mount'), mounts.save(p)),
     }),
     defineMethod({
       name: 'list_saved_mounts', access: 'user', description: 'Saved mount configurations, filtered by owner and tenant.',
       params: z.strictObject({ owner_user_id: z.string().optional(), tenant_id: z.string().optional() }),
-      handler: (p) => mounts.listSaved(p),
+      handler: (p, ctx) => mounts.listSaved(perms?.applies(ctx) ? { ...p, tenant_id: ctx.tenantId } : p),
     }),
     defineMethod({
       name: 'load_mount', access: 'user', description: 'Activate a saved mount; returns the mount record.',
       params: z.strictObject({ mount_point }),
-      handler: ({ mount_point }) => mounts.load(mount_point),
+      handler: ({ mount_point }, ctx) => (admin(ctx, 'load a mount'), mounts.load(mount_point)),
     }),
     defineMethod({
       name: 'delete_saved_mount', access: 'user', description: 'Delete a saved configuration (an active mount stays).',
       params: z.strictObject({ mount_point }),
-      handler: ({ mount_point }) => mounts.deleteSaved(mount_point),
+      handler: ({ mount_point }, ctx) => (admin(ctx, 'delete a saved mount'), mounts.deleteSaved(mount_point)),
     }),
   ] as const;
 }

@@ -38,7 +38,14 @@ export class NamespaceService {
     this.#store = deps.store;
     this.#table = deps.store.table('rebac_namespaces');
     for (const [type, config] of Object.entries(BUILTIN_NAMESPACES)) this.#compiled.set(type, compileNamespace(type, config));
-    for (const { key, value } of this.#table.range({})) this.#compiled.set(key, compileNamespace(key, value.config));
+    for (const { key, value } of this.#table.range({})) {
+      // A stored config is never skipped: ignoring it would silently change who may do what.
+      try {
+        this.#compiled.set(key, compileNamespace(key, value.config));
+      } catch (err) {
+        throw new Error(`stored namespace config for '${key}' is no longer valid (${(err as Error).message}); fix or delete it`);
+      }
+    }
   }
 
   /** The config governing `objectType` (aliases resolved), or undefined when the type has none. */

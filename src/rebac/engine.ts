@@ -36,8 +36,8 @@ import type { Table } from '../store/types.js';
 import type { CompiledNamespace, RelationDef } from '../namespaces/config.js';
 import type { NamespaceService } from '../namespaces/service.js';
 import {
-  type GrantRecord, type IndexEntry, type MemberRecord, type NodeSummary, type TenantSummary,
-  SEP, SET_RELATION, isGroupForm, isSetSubject, live, nodeKey, subjectSuffix, setRange, outRange,
+  type GrantRecord, type GroupGrantRecord, type IndexEntry, type MemberRecord, type NodeSummary, type TenantSummary,
+  SEP, SET_RELATION, groupGrantEntryName, isGroupForm, isSetSubject, live, nodeKey, subjectSuffix, setRange, outRange,
   parseSetKey, parseSubjectKey, prefixRange, tooLong,
 } from './records.js';
 
@@ -63,6 +63,7 @@ export interface EngineTables {
   readonly subjects: Table<IndexEntry>;
   readonly nodes: Table<NodeSummary>;
   readonly members: Table<MemberRecord>;
+  readonly groupGrants: Table<GroupGrantRecord>;
   readonly tenants: Table<TenantSummary>;
 }
 
@@ -117,24 +118,22 @@ function range<V>(table: Table<V>, r: { start: string; end: string }): Iterable<
 
 const isPath = (id: string) => id.charCodeAt(0) === 47; // '/'
 
-/** The subjects that stand for a group's members: `[group, g, member]` and `[group, g]`. */
-const GROUP_FORMS = [SET_RELATION, ''] as const;
 
 /** One object (or group) an evaluation has visited, with what it learnt about it. */
-class Node {
+class Visited {
   readonly type: string;
   readonly id: string;
   readonly key: string;
   summary: NodeSummary | undefined | null = null; // null = not read yet
   /** S's grants on the node: undefined = not looked up yet, null = none. */
   grants: GrantRecord | null | undefined;
-  /** Grants of S's groups on the node, by grants-key suffix. */
-  groupGrants: Map<string, GrantRecord | null> | undefined;
+  /** Grants of S's groups on the node, by group. */
+  groupGrants: Map<string, GroupGrantRecord | null> | undefined;
   /** Answers by name; on-stack depth while being evaluated. */
   readonly memo = new Map<string, Proof | null>();
   readonly stack = new Map<string, number>();
   /** The containing directory, once asked. */
-  parent: Node | undefined;
+  parent: Visited | undefined;
 
   constructor(type: string, id: string, key: string) {
     this.type = type;
@@ -155,7 +154,7 @@ export class Evaluation {
   readonly #subjectSuffix: string;
   readonly #explain: boolean;
   readonly #now = Date.now();
-  readonly #nodes = new Map<string, Node>();
+  readonly #nodes = new Map<string, Visited>();
   #depth = 0;
   #low = Infinity;
   /** `type SEP id` of the groups S is in; undefined until needed, null when not decidable bottom-up. */
@@ -192,7 +191,7 @@ export class Evaluation {
     for (const a of ancestors!) for (const name of names) this.#evaluate(name, this.#node(type, a));
   }
 
-  #evaluate(name: string, node: Node): Proof | null {
+  #evaluate(name: string, node: Visited): Proof | null {
     const memo = node.memo.get(name);
     if (memo !== undefined) return memo;
     const onStack = node.stack.get(name);
@@ -218,7 +217,7 @@ export class Evaluation {
     return result;
   }
 
-  #compute(name: string, node: Node): Proof | null {
+  #compute(name: string, node: Visited): Proof | null {
     const ns = this.#ns.compiled(node.type);
     // A type without a config knows only direct tuples, under whatever relation name.
     if (!ns) return this.#direct(name, node, false);
@@ -235,13 +234,13 @@ export class Evaluation {
   }
 
   /** A relation of the same object: concrete ones are cheap lookups and skip the memo. */
-  #relation(ns: CompiledNamespace, rel: string, node: Node): Proof | null {
+  #relation(ns: CompiledNamespace, rel: string, node: Visited): Proof | null {
     const def = ns.relations.get(rel);
     if (!def) return null;
     return def.kind === 'direct' ? this.#direct(rel, node, def.pathParent) : this.#evaluate(rel, node);
   }
 
-  #apply(ns: CompiledNamespace, name: string, def: RelationDef, node: Node): Proof | null {
+  #apply(ns: CompiledNamespace, name: string, def: RelationDef, node: Visited): Proof | null {
     switch (def.kind) {
       case 'direct':
         return this.#direct(name, node, def.pathParent);
@@ -265,7 +264,7 @@ export class Evaluation {
     }
   }
 
-  #tupleToUserset(ns: CompiledNamespace, tupleset: string, computed: string, node: Node): Proof | null {
+  #tupleToUserset(ns: CompiledNamespace, tupleset: string, computed: string, node: Visited): Proof | null {
     const tsDef = ns.relations.get(tupleset);
     if (tsDef?.kind === 'direct' && tsDef.pathParent && isPath(node.id) && node.id !== '/') {
       const parent = (node.parent ??= this.#node(node.type, parentOf(node.id)));
@@ -291,7 +290,7 @@ export class Evaluation {
   }
 
   /** A concrete relation on one object: S's own tuple, an implied path parent, or a set S is in. */
-  #direct(rel: string, node: Node, pathParent: boolean): Proof | null {
+  #direct(rel: string, node: Visited, pathParent: boolean): Proof | null {
     const s = this.#subject;
     if (pathParent && s.length === 2 && s[0] === node.type && isPath(s[1]) && s[1] !== '/' && parentOf(s[1]) === node.id) {
       return this.#explain ? [{ subject: s, relation: rel, object: [node.type, node.id], implied: true }] : GRANTED;
@@ -308,7 +307,7 @@ export class Evaluation {
     const sets = summary.s?.[rel];
     if (!sets) return null;
     const groups = this.#groupsOfSubject();
-    if (groups !== null && !summary.x?.[rel] && groups.size * GROUP_FORMS.length < sets) return this.#groupLookups(node, rel, groups);
+    if (groups !== null && !summary.x?.[rel] && groups.size < sets) return this.#groupLookups(node, rel, groups);
     for (const { key, value } of range(this.#tables.sets, setRange(this.#tenant, node.type, node.id, rel))) {
       if (!live(value[1], this.#now)) continue;
       const { st, si, sr } = parseSetKey(key);
@@ -326,20 +325,22 @@ export class Evaluation {
     return null;
   }
 
-  /** Whether one of S's groups holds `rel` on the node: a point lookup per group and form. */
-  #groupLookups(node: Node, rel: string, groups: ReadonlySet<string>): Proof | null {
+  /** Whether one of S's groups holds `rel` on the node: a point lookup per group. */
+  #groupLookups(node: Visited, rel: string, groups: ReadonlySet<string>): Proof | null {
     node.groupGrants ??= new Map();
+    const asUserset = groupGrantEntryName(rel, SET_RELATION);
+    const asPlain = groupGrantEntryName(rel, '');
     for (const g of groups) {
-      for (const sr of GROUP_FORMS) {
-        const suffix = SEP + g + SEP + sr;
-        let grants = node.groupGrants.get(suffix);
-        if (grants === undefined) {
-          grants = get(this.#tables.grants, node.key + suffix) ?? null;
-          node.groupGrants.set(suffix, grants);
-        }
-        const entry = grants?.[rel];
-        if (entry && live(entry[1], this.#now)) return GRANTED;
+      let grants = node.groupGrants.get(g);
+      if (grants === undefined) {
+        grants = get(this.#tables.groupGrants, node.key + SEP + g) ?? null;
+        node.groupGrants.set(g, grants);
       }
+      if (!grants) continue;
+      const userset = grants[asUserset];
+      if (userset && live(userset[1], this.#now)) return GRANTED;
+      const plain = grants[asPlain];
+      if (plain && live(plain[1], this.#now)) return GRANTED;
     }
     return null;
   }
@@ -377,16 +378,16 @@ export class Evaluation {
     return (this.#groups = groups);
   }
 
-  #summary(node: Node): NodeSummary | undefined {
+  #summary(node: Visited): NodeSummary | undefined {
     if (node.summary === null) node.summary = get(this.#tables.nodes, node.key);
     return node.summary;
   }
 
-  #node(type: string, id: string): Node {
+  #node(type: string, id: string): Visited {
     const key = nodeKey(this.#tenant, type, id);
     let node = this.#nodes.get(key);
     if (!node) {
-      node = new Node(type, id, key);
+      node = new Visited(type, id, key);
       this.#nodes.set(key, node);
     }
     return node;

@@ -94,7 +94,11 @@ export function rebacMethods(rebac: RebacService, opts: RebacMethodOptions) {
       name: 'rebac_list_tuples', access: 'user',
       description: 'The live tuples of the caller\'s tenant matching every given filter, oldest first: '
         + '`[{tuple_id, subject, relation, object, tenant_id, created_at, expires_at}]`. A `[type, id]` subject filter also matches usersets of that subject.',
-      params: z.strictObject({ subject: subjectOrUserset.optional(), relation: part.optional(), object: objectParam.optional() }),
+      params: z.strictObject({
+        subject: subjectOrUserset.optional(),
+        relation: part.describe('Only tuples with this relation (legacy names are mapped)').optional(),
+        object: objectParam.optional(),
+      }),
       handler: (p, ctx) => rebac.list({ subject: p.subject, relation: p.relation, object: p.object }, ctx.tenantId),
     }),
   ] as const;

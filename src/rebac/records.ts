@@ -19,6 +19,9 @@
  *   only when the object's node says there is something to find.
  * - `rebac_subjects` T st si sr r ot oi → [tuple_id, expires]: tuples by subject (listing by
  *   subject, tupleToUserset edges such as explicit `parent` tuples, renames).
+ * - `rebac_group_grants` T ot oi gt gi → {[r sr]: [tuple_id, expires]}: grants to a group's members
+ *   (`[group, g]` and `[group, g, member]` alike) by object and group, so "does one of S's groups
+ *   hold r here" is one lookup per group.
  * - `rebac_members` T st si → {[gt gi sr]: [tuple_id, expires]}: the groups a subject is a member
  *   of (`member` tuples on groups whose subject is plain or a group's `#member`), one record per
  *   subject, so the groups of a subject, nested ones included, take one lookup per group.
@@ -102,6 +105,9 @@ export type GrantRecord = Record<string, IndexEntry>;
 /** Groups a subject is a member of, by `gt SEP gi SEP sr` (sr of the membership's subject). */
 export type MemberRecord = Record<string, IndexEntry>;
 
+/** Grants of one group's members on one object, by `r SEP sr`. */
+export type GroupGrantRecord = Record<string, IndexEntry>;
+
 /** Per object (or subject) node: what is stored about it, so checks can skip what is empty. */
 export interface NodeSummary {
   /** Tuples whose object is this node. */
@@ -135,6 +141,9 @@ export const isSetSubject = (st: string, sr: string): boolean => sr !== '' || SE
 /** A subject that is a plain one, or the members of a group (`[group, g]`, `[group, g, member]`). */
 export const isGroupForm = (st: string, sr: string): boolean => sr === '' || (sr === SET_RELATION && SET_TYPES.has(st));
 
+/** A subject that stands for a group's members: `[group, g]` or `[group, g, member]`. */
+export const isGroupSet = (st: string, sr: string): boolean => SET_TYPES.has(st) && (sr === '' || sr === SET_RELATION);
+
 /** A membership: a `member` tuple on a group. */
 export const isMembership = (t: StoredTuple): boolean => t.r === SET_RELATION && SET_TYPES.has(t.ot);
 
@@ -152,6 +161,10 @@ export const setKey = (t: StoredTuple): string =>
 
 export const subjectKey = (t: StoredTuple): string =>
   t.tenant + SEP + t.st + SEP + t.si + SEP + t.sr + SEP + t.r + SEP + t.ot + SEP + t.oi;
+
+/** Key of the group-grants record of a tuple whose subject is a group set, and the entry's name in it. */
+export const groupGrantKey = (t: StoredTuple): string => nodeKey(t.tenant, t.ot, t.oi) + SEP + t.st + SEP + t.si;
+export const groupGrantEntryName = (r: string, sr: string): string => r + SEP + sr;
 
 /** Key of the members record of a membership's subject, and the entry's name in it. */
 export const memberKey = (t: StoredTuple): string => nodeKey(t.tenant, t.st, t.si);

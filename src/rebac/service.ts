@@ -23,8 +23,8 @@ import { InvalidParamsError, PermissionDeniedError, ValidationError } from '../c
 import type { NamespaceService } from '../namespaces/service.js';
 import { canonicalType } from '../namespaces/builtin.js';
 import {
-  type GrantRecord, type IndexEntry, type MemberRecord, type NodeSummary, type StoredTuple, type TenantSummary,
-  NEVER, END, SEP, isGroupForm, isMembership, isSetSubject, live, nodeKey, grantKey, setKey, subjectKey, memberKey,
+  type GrantRecord, type GroupGrantRecord, type IndexEntry, type MemberRecord, type NodeSummary, type StoredTuple, type TenantSummary,
+  NEVER, END, SEP, isGroupForm, isGroupSet, isMembership, groupGrantKey, groupGrantEntryName, isSetSubject, live, nodeKey, grantKey, setKey, subjectKey, memberKey,
   memberEntryName, newTupleId, isValidComponent, tooLong, MAX_KEY_BYTES, prefixRange, subtreeNodeRanges, outRange, parseSubjectKey,
 } from './records.js';
 import { Evaluation, Expansion, type EngineTables, type ExplainEdge, type ObjectTuple, type SubjectTuple } from './engine.js';
@@ -92,6 +92,7 @@ export class RebacService {
       subjects: deps.store.table<IndexEntry>('rebac_subjects'),
       nodes: deps.store.table<NodeSummary>('rebac_nodes'),
       members: deps.store.table<MemberRecord>('rebac_members'),
+      groupGrants: deps.store.table<GroupGrantRecord>('rebac_group_grants'),
       tenants: this.#tenants,
     });
   }
@@ -167,14 +168,14 @@ export class RebacService {
     const [st, si, sr] = this.#subject(input.subject);
     const [ot, oi] = this.#object(input.object);
     const r = this.#concreteRelation(ot, input.relation);
-    const set = sr ?? '';
-    if (set) this.#userset(st, set);
+    const userset = sr ?? '';
+    if (userset) this.#userset(st, userset);
     const expires = input.expiresAt ? input.expiresAt.getTime() : NEVER;
     const now = Date.now();
     if (expires !== NEVER && expires <= now) {
       throw new ValidationError(`expires_at is in the past: ${input.expiresAt!.toISOString()}`, { expires_at: input.expiresAt });
     }
-    const tuple: StoredTuple = { id: newTupleId(), tenant, st, si, sr: set, r, ot, oi, created: now, expires };
+    const tuple: StoredTuple = { id: newTupleId(), tenant, st, si, sr: userset, r, ot, oi, created: now, expires };
     checkComponents(tuple);
     const tupleset = this.#isTupleset(ot, r);
     return this.#store.transact(() => {
@@ -184,7 +185,7 @@ export class RebacService {
         return existing[0];
       }
       // Checks first, writes after: an edge that closes a loop of parents is refused.
-      if (tupleset && set === '') this.#refuseCycle(tuple);
+      if (tupleset && userset === '') this.#refuseCycle(tuple);
       if (existing) this.#unindex(this.#tuples.get(existing[0])!);
       this.#index(tuple);
       return tuple.id;
@@ -250,12 +251,12 @@ export class RebacService {
    */
   async followRenames(events: readonly ChangeEvent[]): Promise<void> {
     for (const e of events) {
-      if (e.type === 'rename' && e.new_path !== undefined && e.new_path !== e.path) await this.moveTree(e.path, e.new_path);
+      if (e.type === 'rename' && e.new_path !== undefined && e.new_path !== e.path) await this.#moveTree(e.path, e.new_path);
     }
   }
 
-  /** Move the tuples on `from` and below it to `to` (file object and subject ids). Returns how many moved. */
-  async moveTree(from: string, to: string): Promise<number> {
+  /** Move the tuples on `from` and below it to `to` (file object and subject ids). */
+  async #moveTree(from: string, to: string): Promise<void> {
     const src = normalizePath(from);
     const dst = normalizePath(to);
     return this.#store.transact(() => {
@@ -269,7 +270,7 @@ export class RebacService {
           for (const { value } of this.#t.subjects.range(range)) if (!moved.has(value[0])) moved.set(value[0], this.#tuples.get(value[0])!);
         }
       }
-      if (moved.size === 0) return 0;
+      if (moved.size === 0) return;
       const now = Date.now();
       const rewrite = (type: string, id: string) => (type === 'file' && (id === src || id.startsWith(src === '/' ? '/' : src + '/'))
         ? dst + id.slice(src.length) : id);
@@ -292,7 +293,6 @@ export class RebacService {
       }
       for (const { old } of plan) this.#unindex(old);
       for (const { next } of plan) if (next) this.#index(next);
-      return plan.filter((p) => p.next).length;
     });
   }
 
@@ -315,7 +315,7 @@ export class RebacService {
     const r = mapLegacy(relation);
     const ns = this.#ns.compiled(type);
     if (!ns) {
-      if (COMPUTED.has(r)) throw computedRelation(r, type, [...COMPUTED_HINT.keys()]);
+      if (COMPUTED.has(r)) throw computedRelation(r, type);
       return r;
     }
     const def = ns.relations.get(r);
@@ -410,6 +410,7 @@ export class RebacService {
     this.#recordEntry(this.#t.grants, grantKey(t), t.r, entry, by);
     this.#entry(this.#t.subjects, subjectKey(t), entry, by);
     if (set) this.#entry(this.#t.sets, setKey(t), entry, by);
+    if (isGroupSet(t.st, t.sr)) this.#recordEntry(this.#t.groupGrants, groupGrantKey(t), groupGrantEntryName(t.r, t.sr), entry, by);
     if (membership && groupForm) this.#recordEntry(this.#t.members, memberKey(t), memberEntryName(t), entry, by);
     this.#count(nodeKey(t.tenant, t.ot, t.oi), (n) => {
       n.g += by;
@@ -456,6 +457,7 @@ export class RebacService {
     this.#tuples.put(id, next);
     this.#recordEntry(this.#t.grants, grantKey(next), next.r, entry, 1);
     if (isSetSubject(next.st, next.sr)) this.#t.sets.put(setKey(next), entry);
+    if (isGroupSet(next.st, next.sr)) this.#recordEntry(this.#t.groupGrants, groupGrantKey(next), groupGrantEntryName(next.r, next.sr), entry, 1);
     if (isMembership(next) && isGroupForm(next.st, next.sr)) this.#recordEntry(this.#t.members, memberKey(next), memberEntryName(next), entry, 1);
     this.#t.subjects.put(subjectKey(next), entry);
   }
@@ -476,11 +478,12 @@ export function requireShare(rebac: RebacService, ctx: OperationContext, object:
 const COMPUTED_HINT = new Map([['owner', 'direct_owner'], ['editor', 'direct_editor'], ['viewer', 'direct_viewer']]);
 const COMPUTED: ReadonlySet<string> = new Set([...COMPUTED_HINT.keys(), 'read', 'write', 'delete', 'share']);
 
-function computedRelation(r: string, type: string, concrete: readonly string[]): ValidationError {
+/** -32005 for a tuple with a computed relation; `concrete` lists the type's concrete ones when it has a config. */
+function computedRelation(r: string, type: string, concrete?: readonly string[]): ValidationError {
   const hint = COMPUTED_HINT.get(r);
   return new ValidationError(
-    `'${r}' is computed for '${type}' (checks only): create tuples with a concrete relation${hint ? ` (here ${hint})` : ''}; `
-      + `concrete relations of '${type}': ${concrete.join(', ')}`,
+    `'${r}' is computed for '${type}' (checks only): create tuples with a concrete relation${hint ? ` (here ${hint})` : ''}`
+      + (concrete ? `; concrete relations of '${type}': ${concrete.join(', ')}` : ''),
     { relation: r, object_type: type },
   );
 }

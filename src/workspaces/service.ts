@@ -9,7 +9,7 @@ import type { MetadataStore, Table } from '../store/types.js';
 import type { FsService, TreeFile } from '../fs/service.js';
 import { normalizeFilePath } from '../core/paths.js';
 import { ExistsError, InvalidParamsError, NotFoundError } from '../core/errors.js';
-import { SEP } from '../fs/records.js';
+import { SEP, SEP_END } from '../fs/records.js';
 
 export interface WorkspaceRecord {
   path: string;
@@ -49,7 +49,7 @@ type Manifest = Record<string, TreeFile>;
 
 const NUMBER_DIGITS = 10;
 const snapKey = (ws: string, n: number) => ws + SEP + String(n).padStart(NUMBER_DIGITS, '0');
-const snapRange = (ws: string) => ({ start: ws + SEP, end: ws + '\u0001' });
+const snapRange = (ws: string) => ({ start: ws + SEP, end: ws + SEP_END });
 
 export interface RegisterOptions {
   name?: string | undefined;

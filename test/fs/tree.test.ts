@@ -1,5 +1,6 @@
 import t from 'tap';
 import { makeFs, b, rejection } from './fixture.js';
+import { SEP } from '../../src/fs/records.js';
 
 t.test('mkdir creates a directory and publishes mkdir', async (t) => {
   const fx = makeFs(t);
@@ -134,7 +135,7 @@ t.test('rename a directory moves its whole subtree and nothing else', async (t) 
   t.same(fs.listVersions('/moved/here/a.txt').map((v) => v.version), [2, 1], 'versions follow');
   t.equal(fs.getVersion('/moved/here/a.txt', 1).toString(), 'a');
   t.equal(fs.read('/moved/here/sub/deep/c.txt').content.toString(), 'c');
-  const versionPaths = new Set(fx.dump().versions.map(([k]) => k.split('\u0000')[0]));
+  const versionPaths = new Set(fx.dump().versions.map(([k]) => k.split(SEP)[0]));
   t.notOk([...versionPaths].some((p) => p!.startsWith('/d/')), 'no version row left under the old name');
   t.same(fx.take().map((e) => [e.type, e.path, e.new_path]), [
     ['mkdir', '/moved', undefined], ['rename', '/d', '/moved/here'],
@@ -179,4 +180,21 @@ t.test('a directory renamed to a sibling whose name extends it', async (t) => {
   t.same(fs.list('/').map((e) => e.path), ['/abc/', '/abc/x.txt']);
   await fs.rename('/abc', '/a');
   t.same(fs.list('/').map((e) => e.path), ['/a/', '/a/x.txt']);
+});
+
+t.test('long names: directories of 70 to 250 characters list, rename and keep versions like short ones', async (t) => {
+  const { fs } = makeFs(t);
+  for (const n of [63, 64, 70, 120, 250]) {
+    const dir = '/' + 'd'.repeat(n);
+    await fs.write(`${dir}/a.txt`, b('one'));
+    await fs.write(`${dir}/a.txt`, b('two'));
+    await fs.write(`${dir}/sub/b.txt`, b('b'));
+    t.same(fs.list(dir).map((e) => e.path), [`${dir}/a.txt`, `${dir}/sub/`, `${dir}/sub/b.txt`], `list under a ${n}-char name`);
+    t.same(fs.list(dir, { recursive: false }).map((e) => e.path), [`${dir}/a.txt`, `${dir}/sub/`]);
+    t.same(fs.listVersions(`${dir}/a.txt`).map((v) => v.version), [2, 1]);
+    await fs.rename(dir, `${dir}x`);
+    t.same(fs.list(`${dir}x`).map((e) => e.path), [`${dir}x/a.txt`, `${dir}x/sub/`, `${dir}x/sub/b.txt`]);
+    t.same(fs.listVersions(`${dir}x/a.txt`).map((v) => v.version), [2, 1]);
+  }
+  t.equal(fs.list('/', { recursive: false }).length, 5);
 });

@@ -8,7 +8,7 @@ import { compileNamespace } from '../../src/namespaces/config.js';
 import { BUILTIN_NAMESPACES } from '../../src/namespaces/builtin.js';
 import { open, user } from '../rebac/fixture.js';
 
-const alice = ['user', 'alice'];
+const alice = ['user', 'alice'] as const;
 
 t.test('built-in namespaces exist for every object type of spec §2.4, and compile', async (t) => {
   const { call } = open(t);

@@ -3,7 +3,7 @@
  * member; nested groups too; cycles terminate; other kinds of usersets are asked top-down.
  */
 import t from 'tap';
-import { open } from './fixture.js';
+import { open, sleep } from './fixture.js';
 
 const carol = ['user', 'carol'] as const;
 const dave = ['user', 'dave'] as const;
@@ -109,6 +109,14 @@ t.test('many groups on one object, few for the subject, and the reverse', async 
   }
   await s.rebac.create({ subject: carol, relation: 'member', object: ['group', 'g42'] });
   t.equal(s.rebac.check(carol, 'read', ['file', '/busy/x']), true, 'found by point lookups');
+  for (let i = 0; i < 20; i++) await s.rebac.create({ subject: ['group', `p${i}`], relation: 'direct_editor', object: ['file', '/busy2'] });
+  await s.rebac.create({ subject: carol, relation: 'member', object: ['group', 'p7'] });
+  t.equal(s.rebac.check(carol, 'write', ['file', '/busy2/x']), true, 'a plain group grant found by point lookups');
+  await s.rebac.create({ subject: ['group', 'g42'], relation: 'direct_owner', object: ['file', '/busy'], expiresAt: new Date(Date.now() + 100) });
+  t.equal(s.rebac.check(carol, 'delete', ['file', '/busy/x']), true);
+  await sleep(150);
+  t.equal(s.rebac.check(carol, 'delete', ['file', '/busy/x']), false, 'an expired group grant found by lookup grants nothing');
+  t.equal(s.rebac.check(carol, 'read', ['file', '/busy/x']), true, 'the other form still does');
   for (let i = 0; i < 60; i++) await s.rebac.create({ subject: dave, relation: 'member', object: ['group', `h${i}`] });
   await s.rebac.create({ subject: ['group', 'h7'], relation: 'direct_viewer', object: ['file', '/quiet'] });
   t.equal(s.rebac.check(dave, 'read', ['file', '/quiet/y']), true, 'found by scanning the object\'s sets');
