@@ -57,7 +57,8 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
     }),
     defineMethod({
       name: 'write', access: 'user',
-      description: 'Write a file (a new version every time); if_match / if_none_match for optimistic concurrency.',
+      description: 'Write a file (a new version every time); if_match / if_none_match for optimistic concurrency. '
+        + 'With enforcement on: write on the file, or on its parent directory for a new one (whose creator becomes its direct_owner).',
       params: z.strictObject({
         path, content: bytesParam, if_match: z.string().optional(), if_none_match: z.boolean().default(false),
         force: z.boolean().default(false),
@@ -71,7 +72,7 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
       },
     }),
     defineMethod({
-      name: 'delete', access: 'user', description: 'Delete a file and its history.',
+      name: 'delete', access: 'user', description: 'Delete a file and its history. With enforcement on, needs delete (owner).',
       params: z.strictObject({ path }),
       handler: async ({ path }, ctx) => {
         can?.require(ctx, 'delete', normalizeFilePath(path));
@@ -98,7 +99,7 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
       },
     }),
     defineMethod({
-      name: 'exists', access: 'user', description: 'Whether a file or directory exists.',
+      name: 'exists', access: 'user', description: 'Whether a file or directory exists; false for what the caller may not read.',
       params: z.strictObject({ path }),
       handler: ({ path }, ctx) => {
         const exists = fs.exists(path);
@@ -138,15 +139,30 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
     }),
     defineMethod({
       name: 'list', access: 'user',
-      description: 'List a directory (recursive by default); directories end with /; details gives entries.',
+      description: 'List a directory (recursive by default); directories end with /; details gives entries. '
+        + 'Only what the caller may read (a directory when it or anything below it is readable).',
       params: z.strictObject({
         path: z.string().default('/'), recursive: z.boolean().default(true), details: z.boolean().default(false),
         prefix: z.string().optional(), show_parsed: z.boolean().default(true),
       }),
       handler: ({ path, recursive, details, prefix }, ctx) => {
-        const visible = visibility(ctx);
         let entries = fs.list(path, { recursive, prefix });
-        if (visible) entries = entries.filter((e) => visible(e.path, e.is_directory));
+        if (can?.applies(ctx)) {
+          if (recursive) {
+            // Everything below a listed directory is listed too: a directory is shown when it or an entry below it is readable.
+            const readable = can.filter(ctx, 'read');
+            const shown = new Set<string>();
+            for (const e of entries) {
+              if (!readable(e.path)) continue;
+              shown.add(e.path);
+              for (let p = parentOf(normalizePath(e.path)); p !== '/' && !shown.has(p + '/'); p = parentOf(p)) shown.add(p + '/');
+            }
+            entries = entries.filter((e) => shown.has(e.path));
+          } else {
+            const visible = visibility(ctx)!;
+            entries = entries.filter((e) => visible(e.path, e.is_directory));
+          }
+        }
         return details ? entries : entries.map((e) => e.path);
       },
     }),
@@ -162,7 +178,7 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
       },
     }),
     defineMethod({
-      name: 'glob', access: 'user', description: 'Paths matching a glob pattern (*, ?, **, [..], {a,b}) relative to path.',
+      name: 'glob', access: 'user', description: 'Paths matching a glob pattern (*, ?, **, [..], {a,b}) relative to path; only what the caller may read.',
       params: z.strictObject({ pattern: z.string().min(1), path: z.string().default('/') }),
       handler: ({ pattern, path }, ctx) => {
         const visible = visibility(ctx);
@@ -171,7 +187,7 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
       },
     }),
     defineMethod({
-      name: 'grep', access: 'user', description: 'Lines matching an ECMAScript regex in text files below path.',
+      name: 'grep', access: 'user', description: 'Lines matching an ECMAScript regex in text files below path that the caller may read.',
       params: z.strictObject({
         pattern: z.string().min(1), path: z.string().default('/'), file_pattern: z.string().optional(),
         ignore_case: z.boolean().default(false), max_results: z.number().int().min(1).default(1000),

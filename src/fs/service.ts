@@ -177,6 +177,14 @@ export class FsService {
     this.#guards.push(guard);
   }
 
+  /**
+   * Run the guards for a change without making it: the FUSE face refuses a write when the file is
+   * opened, where the caller sees the error, rather than at close, where most tools ignore it.
+   */
+  checkChange(kind: MutationKind, path: string): void {
+    this.#check({}, kind, [normalizeFilePath(path)], false);
+  }
+
   /** Add a hook awaited after every commit, before the change is answered and published. */
   addCommitHook(hook: CommitHook): void {
     this.#hooks.push(hook);

@@ -24,7 +24,7 @@ export function mountMethods(mounts: MountService, perms?: Permissions) {
   const admin = (ctx: Parameters<Permissions['applies']>[0], what: string) => perms?.requireAdmin(ctx, what);
   return [
     defineMethod({
-      name: 'add_mount', access: 'user', description: 'Activate a storage mount; returns the mount point.',
+      name: 'add_mount', access: 'user', description: 'Activate a storage mount; returns the mount point. Admin only when permissions are enforced.',
       params: z.strictObject(spec),
       handler: (p, ctx) => (admin(ctx, 'add a mount'), mounts.add(p)),
     }),

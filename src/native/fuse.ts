@@ -171,6 +171,9 @@ function load(): MountClass {
       const list = [
         'big_writes', 'max_write=131072', `fsname=${o.fsname.replace(/[,\\]/g, '_')}`, 'subtype=svc',
         `entry_timeout=${o.cacheSeconds}`, `attr_timeout=${o.cacheSeconds}`, 'negative_timeout=0',
+        // Keep a file's pages in the kernel across opens while its size and mtime are unchanged
+        // (libfuse compares them at open): warm reads at page-cache speed, changes seen at next open.
+        'auto_cache',
       ];
       if (o.defaultPermissions) list.push('default_permissions');
       if (o.debug) list.push('debug');

@@ -26,7 +26,7 @@ const target = (p: { workspace_path?: string | undefined; agent_id?: string | un
 export function workspaceMethods(ws: WorkspaceService, perms?: Permissions, exists: (path: string) => boolean = () => false) {
   return [
     defineMethod({
-      name: 'register_workspace', access: 'user', description: 'Register a directory as a workspace (snapshots need one).',
+      name: 'register_workspace', access: 'user', description: 'Register a directory as a workspace (snapshots need one); the registrant becomes its direct_owner.',
       params: z.strictObject({
         path: z.string(), name: z.string().optional(), description: z.string().optional(), created_by: z.string().optional(),
         tags: z.array(z.string()).optional(), metadata: z.record(z.string(), z.unknown()).optional(),

@@ -70,7 +70,9 @@ t.test('database mode', async (t) => {
     t.same((await d.whoami(bearer(helper.api_key))).body,
       { authenticated: true, subject_type: 'agent', subject_id: 'helper', tenant_id: 'default', is_admin: false });
     t.same((await d.whoami(ADMIN)).body, { authenticated: true, subject_type: 'user', subject_id: 'root', tenant_id: 'default', is_admin: true });
-    t.match(await d.call('write', { path: '/a.txt', content: { __type__: 'bytes', data: 'aGk=' } }, ALICE), { etag: String, version: 1 });
+    // Permissions are enforced: alice writes where the admin gave her room (test/enforcement has the matrix).
+    await d.call('rebac_create', { subject: ['user', 'alice'], relation: 'direct_owner', object: ['file', '/alice'] }, ADMIN);
+    t.match(await d.call('write', { path: '/alice/a.txt', content: { __type__: 'bytes', data: 'aGk=' } }, ALICE), { etag: String, version: 1 });
   });
 
   t.test('a non-admin key gets -32004 from every admin method, with no effect', async (t) => {
@@ -144,7 +146,7 @@ t.test('database mode', async (t) => {
     await t.rejects(connectWs(d.url, { ...ALICE, 'X-Svc-Subject': 'user:bob' }), { message: 'upgrade refused: HTTP 403' }, 'spoofing');
     const ws = await connectWs(d.url, ALICE);
     t.equal((await ws.request('admin_list_keys', {})).error?.code, -32004, 'non-admin over WebSocket');
-    t.same((await ws.request('exists', { path: '/a.txt' })).result, { exists: true });
+    t.same((await ws.request('exists', { path: '/alice/a.txt' })).result, { exists: true });
     await ws.close();
   });
 

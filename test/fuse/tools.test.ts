@@ -5,6 +5,7 @@
  * save, mv of a directory, chmod/touch -d/ln -s seen through stat, and the errno of each failure.
  */
 import t from 'tap';
+import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +13,8 @@ import { fuseSkipReason, sh, shOk, startMountedDaemon, tempDir } from './harness
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const skip = fuseSkipReason();
+/** A reason to skip when a tool is not installed. */
+const missing = (tool: string) => (execFileSync('bash', ['-c', `command -v ${tool} || true`]).toString().trim() ? false : `${tool} is not installed`);
 if (skip) console.log(`# ${skip}`);
 
 /** A plain-disk tree of `n` small text files in nested directories. */
@@ -45,7 +48,7 @@ t.test('ordinary tools in the mount', { skip }, async (t) => {
     t.equal((await sh(`diff -r '${ROOT}/src' '${plain}/back/src'`)).code, 0, 'the archive made from the mount round-trips');
   });
 
-  t.test('rsync -a copies a tree with its modes and times; a second run transfers nothing', async (t) => {
+  t.test('rsync -a copies a tree with its modes and times; a second run transfers nothing', { skip: missing('rsync') }, async (t) => {
     await shOk(`rsync -a '${ROOT}/src/' '${m}/rs/'`);
     t.equal((await sh(`diff -r '${ROOT}/src' '${m}/rs'`)).code, 0);
     const again = await shOk(`rsync -ai '${ROOT}/src/' '${m}/rs/'`);
@@ -54,7 +57,7 @@ t.test('ordinary tools in the mount', { skip }, async (t) => {
     t.equal(b, a, 'modification time and mode preserved');
   });
 
-  t.test('git init/add/commit/log/status on a few hundred files', async (t) => {
+  t.test('git init/add/commit/log/status on a few hundred files', { skip: missing('git') }, async (t) => {
     await makeTree(join(plain, 'repo'), 300);
     await shOk(`cp -r '${plain}/repo' '${m}/repo'`);
     const git = 'git -c user.email=t@example.com -c user.name=t -c init.defaultBranch=main';

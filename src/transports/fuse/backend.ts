@@ -77,6 +77,8 @@ export interface FuseBackend {
   list(dir: string): Promise<[string, NodeInfo][]>;
   /** The current content of a file (for reading and as the base of an open file). */
   content(path: string): Promise<StoredContent>;
+  /** Throws when a write to `path` would be refused (read-only mount): checked at open, not at close. */
+  checkWritable(path: string): Promise<void>;
   /** Store `pieces` as the file's next version (creating it and its parents when missing). */
   commit(path: string, pieces: ContentPiece[], opts?: CommitOptions): Promise<CommitResult>;
   remove(path: string): Promise<void>;

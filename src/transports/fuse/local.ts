@@ -50,6 +50,10 @@ export class LocalBackend implements FuseBackend {
     return this.#stored(this.#fs.file(path));
   }
 
+  async checkWritable(path: string): Promise<void> {
+    this.#fs.checkChange('write', path);
+  }
+
   async commit(path: string, pieces: ContentPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
     const r = await this.#fs.writeChunks(path, pieces, { attributes: opts.attributes, symlink: opts.symlink, modified: opts.modified });
     return { version: r.version, etag: r.etag, size: r.size };

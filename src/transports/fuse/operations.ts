@@ -357,6 +357,7 @@ export class FuseFileSystem {
       return this.#addHandle(new OpenFile(path, content, { readOnly: true, mtime: target.version.modified }));
     }
     if (this.#pendingDeletes.has(path)) throw new PosixError('ENOENT');
+    if (writing) await this.#backend.checkWritable(this.#lookupPath(path));
     let file = this.#files.get(path);
     if (file && !file.changed && !file.orphan) {
       // A clean open file may be behind a change made through another face.
@@ -376,6 +377,7 @@ export class FuseFileSystem {
   async #create(path: string, mode: number): Promise<number> {
     if (isVersionsPath(path)) throw new PosixError('EROFS');
     const p = await this.#creatable(path);
+    await this.#backend.checkWritable(p);
     const file = new OpenFile(p, undefined, { attributes: { mode: mode & 0o7777, uid: this.#uid, gid: this.#gid }, mtime: Date.now() });
     this.#files.set(p, file);
     // Dirtied: even with no write, the close must store the new (empty) file.

@@ -97,6 +97,9 @@ export class RemoteBackend implements FuseBackend {
     return this.#stored(path, info.version!, info.size, info.etag!);
   }
 
+  /** Nothing to ask over RPC: a refused write surfaces when the file is flushed. */
+  async checkWritable(): Promise<void> {}
+
   async commit(path: string, pieces: ContentPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
     const data = Buffer.concat(pieces.map((p) => p.data));
     this.#invalidate(path);

@@ -1,0 +1,115 @@
+/**
+ * @module test/fuse/cross-face
+ * The mount and the other faces are one file system: a file written by RPC is readable in the
+ * mount within a second (and the other way round) with versions and etags agreeing, changes made
+ * in the mount reach WebSocket watchers, `/.versions/` shows the history without appearing in RPC
+ * list/glob, a read-only svc mount answers EROFS, and a remote mount (`svc mount --remote-url`)
+ * sees the same tree.
+ */
+import t from 'tap';
+import { createHash } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { eventually, fuseSkipReason, sh, shOk, startMountedDaemon, startRemoteMount, tempDir } from './harness.js';
+
+const skip = fuseSkipReason();
+if (skip) console.log(`# ${skip}`);
+
+const sha256 = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
+const bytes = (s: string) => ({ __type__: 'bytes', data: Buffer.from(s).toString('base64') });
+
+t.test('the mount and RPC see one file tree', { skip }, async (t) => {
+  const d = await startMountedDaemon(t);
+  const m = d.mnt;
+
+  t.test('a file written by RPC is readable in the mount; a rewrite shows up within a second', async (t) => {
+    await d.rpc('write', { path: '/x/from-rpc.txt', content: bytes('first\n') });
+    t.equal(await shOk(`cat '${m}/x/from-rpc.txt'`), 'first\n');
+    const started = Date.now();
+    await d.rpc('write', { path: '/x/from-rpc.txt', content: bytes('second, longer\n') });
+    const seen = await eventually(async () => (await shOk(`cat '${m}/x/from-rpc.txt'`)) === 'second, longer\n', 3000, 20);
+    t.ok(seen, 'the new content is read through the mount');
+    t.ok(Date.now() - started < 1000, `within a second (${Date.now() - started} ms)`);
+    await d.rpc('delete', { path: '/x/from-rpc.txt' });
+    t.ok(await eventually(async () => (await sh(`test -e '${m}/x/from-rpc.txt'`)).code === 1, 1000, 20), 'a delete too');
+  });
+
+  t.test('a file written in the mount is read by RPC with the same etag and one version per close', async (t) => {
+    await shOk(`echo one > '${m}/doc.md' && echo two > '${m}/doc.md' && printf three >> '${m}/doc.md'`);
+    const meta = await d.rpc('get_metadata', { path: '/doc.md' });
+    t.equal(meta.etag, sha256('two\nthree'), 'etag = SHA-256 of the content');
+    t.equal(meta.version, 3, 'three closes, three versions');
+    const read = await d.rpc('read', { path: '/doc.md' });
+    t.equal(Buffer.from(read.data, 'base64').toString(), 'two\nthree');
+    await shOk(`python3 -c "
+f = open('${m}/big.bin', 'wb')
+for i in range(40): f.write(bytes([i]) * 131072)
+f.close()"`);
+    const versions = await d.rpc('list_versions', { path: '/big.bin' });
+    t.equal(versions.length, 1, '40 write calls through one handle make one version');
+    t.equal(versions[0].size, 40 * 131072);
+  });
+
+  t.test('/.versions shows every version, read-only, and stays out of RPC list and glob', async (t) => {
+    t.equal((await shOk(`ls '${m}/.versions/doc.md'`)).trim().split('\n').join(' '), '1 2 3');
+    for (const v of [1, 2, 3]) {
+      const rpc = Buffer.from((await d.rpc('get_version', { path: '/doc.md', version: v })).data, 'base64').toString();
+      t.equal(await shOk(`cat '${m}/.versions/doc.md/${v}'`), rpc, `version ${v}`);
+    }
+    t.equal((await shOk(`stat -c '%a %s' '${m}/.versions/doc.md/1'`)).trim(), '444 4');
+    t.match((await sh(`rm '${m}/.versions/doc.md/1'`)).stderr, /Read-only file system/);
+    t.notMatch(await shOk(`ls -a '${m}'`), /\.versions/, 'not listed at the root (reachable by name)');
+    const all = (await d.rpc('list', { path: '/', recursive: true })) as string[];
+    t.equal(all.some((p) => p.includes('.versions')), false, 'not in RPC list');
+    t.same(await d.rpc('glob', { pattern: '**/.versions/**' }), [], 'not in RPC glob');
+    await shOk(`cp '${m}/.versions/doc.md/1' '${m}/restored.md'`);
+    t.equal(await shOk(`cat '${m}/restored.md'`), 'one\n', 'an old version copies out with any tool');
+  });
+
+  t.test('changes made in the mount reach WebSocket watchers', async (t) => {
+    const ws = new WebSocket(`${d.url.replace('http', 'ws')}/api/nfs/ws`);
+    await new Promise((r) => ws.once('open', r));
+    const events: { type: string; path: string; new_path?: string }[] = [];
+    ws.on('message', (raw) => {
+      const msg = JSON.parse(raw.toString());
+      if (msg.method === 'fs.event') events.push(msg.params);
+    });
+    ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'watch', params: { path: '/w' } }));
+    await new Promise((r) => setTimeout(r, 100));
+    await shOk(`mkdir '${m}/w' && echo a > '${m}/w/f' && mv '${m}/w/f' '${m}/w/g' && rm '${m}/w/g' && rmdir '${m}/w'`);
+    await eventually(async () => events.length >= 5, 2000);
+    ws.close();
+    t.same(events.map((e) => `${e.type} ${e.path}${e.new_path ? ` ${e.new_path}` : ''}`),
+      ['mkdir /w', 'write /w/f', 'rename /w/f /w/g', 'delete /w/g', 'rmdir /w']);
+  });
+
+  t.test('a read-only svc mount answers EROFS in the FUSE mount', async (t) => {
+    const host = tempDir('svc-fuse-ro-');
+    t.teardown(() => sh(`rm -rf '${host}'`));
+    await mkdir(join(host, 'sub'));
+    await shOk(`echo hosted > '${host}/sub/h.txt'`);
+    await d.rpc('add_mount', { mount_point: '/ro', backend_type: 'local', backend_config: { data_dir: host }, readonly: true });
+    t.equal(await shOk(`cat '${m}/ro/sub/h.txt'`), 'hosted\n', 'readable');
+    t.match((await sh(`echo x > '${m}/ro/new.txt'`)).stderr, /Read-only file system/, 'create');
+    t.match((await sh(`echo x >> '${m}/ro/sub/h.txt'`)).stderr, /Read-only file system/, 'append');
+    t.match((await sh(`rm '${m}/ro/sub/h.txt'`)).stderr, /Read-only file system/, 'unlink');
+  });
+
+  t.test('a remote mount (svc mount --remote-url) sees the same tree', async (t) => {
+    const r = await startRemoteMount(t, d.url);
+    t.equal(await shOk(`cat '${r.mnt}/doc.md'`), 'two\nthree', 'reads what the daemon holds');
+    await shOk(`mkdir -p '${r.mnt}/remote/sub' && echo via-remote > '${r.mnt}/remote/sub/r.txt' && chmod 600 '${r.mnt}/remote/sub/r.txt'`);
+    t.equal(await shOk(`cat '${m}/remote/sub/r.txt'`), 'via-remote\n', 'the daemon\'s own mount sees it');
+    t.equal((await d.rpc('get_metadata', { path: '/remote/sub/r.txt' })).etag, sha256('via-remote\n'));
+    t.equal((await shOk(`stat -c %a '${m}/remote/sub/r.txt'`)).trim(), '600', 'attributes travel');
+    await shOk(`echo from-daemon-mount > '${m}/remote/sub/r.txt'`);
+    t.ok(await eventually(async () => (await shOk(`cat '${r.mnt}/remote/sub/r.txt'`)) === 'from-daemon-mount\n', 2000, 20),
+      'a change in the other mount shows up within a second');
+    await shOk(`cp -r '${m}/x' '${r.mnt}/copy-of-x' 2>/dev/null || true; cd '${r.mnt}' && ln -s remote/sub/r.txt rl && mv remote moved`);
+    t.equal(await shOk(`readlink '${r.mnt}/rl'`), 'remote/sub/r.txt\n');
+    t.equal(await shOk(`cat '${m}/moved/sub/r.txt'`), 'from-daemon-mount\n');
+    t.equal((await shOk(`ls '${r.mnt}/.versions/moved/sub/r.txt'`)).trim().split('\n').length, 2, 'history over RPC');
+    t.equal(await r.stop(), 0, 'SIGTERM: clean exit');
+  });
+});

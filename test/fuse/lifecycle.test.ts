@@ -1,0 +1,58 @@
+/**
+ * @module test/fuse/lifecycle
+ * A mount's life: SIGTERM unmounts and exits cleanly; kill -9 leaves a stale mount ("Transport
+ * endpoint is not connected") that the next start clears, with every acknowledged write intact;
+ * `svc unmount` detaches a stale mount and says so when nothing is mounted; a missing mount point
+ * is created.
+ */
+import t from 'tap';
+import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { fuseSkipReason, isMounted, MountProcess, sh, shOk, tempDir } from './harness.js';
+
+const skip = fuseSkipReason();
+if (skip) console.log(`# ${skip}`);
+
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'svc');
+
+t.test('mount lifecycle', { skip }, async (t) => {
+  const base = tempDir('svc-fuse-life-');
+  const dataDir = join(base, 'data');
+  const mnt = join(base, 'deep', 'mnt'); // missing: created at start
+  const daemon = new MountProcess(['serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--mount', mnt, '--log-level', 'warn'], mnt);
+  t.teardown(async () => {
+    await daemon.cleanup();
+    await rm(base, { recursive: true, force: true });
+  });
+
+  t.test('SIGTERM commits, unmounts and exits 0', async (t) => {
+    await daemon.start();
+    t.ok(isMounted(mnt), 'mounted (the missing mount point was created)');
+    await shOk(`echo kept > '${mnt}/kept.txt'`);
+    t.equal(await daemon.stop(), 0, 'exit code 0');
+    t.notOk(isMounted(mnt), 'no mount left behind');
+  });
+
+  t.test('after kill -9 the mount is stale; the next start clears it and the data is there', async (t) => {
+    await daemon.start();
+    await shOk(`mkdir '${mnt}/d' && seq 1 10000 > '${mnt}/d/numbers.txt'`);
+    await daemon.kill9();
+    t.ok(isMounted(mnt), 'the dead daemon left its mount');
+    t.match((await sh(`ls '${mnt}'`)).stderr, /Transport endpoint is not connected/, 'and it is stale');
+    await daemon.start();
+    t.equal(await shOk(`cat '${mnt}/kept.txt'`), 'kept\n');
+    t.equal((await shOk(`wc -l < '${mnt}/d/numbers.txt'`)).trim(), '10000', 'acknowledged writes survived');
+    t.match(daemon.output(), /clearing a stale mount/, 'said what it did');
+  });
+
+  t.test('svc unmount detaches a stale mount, and says when nothing is mounted', async (t) => {
+    await daemon.kill9();
+    const out = await sh(`node '${BIN}' unmount '${mnt}'`);
+    t.equal(out.code, 0, out.stderr);
+    t.match(out.stdout, /unmounted/);
+    t.notOk(isMounted(mnt));
+    const again = await sh(`node '${BIN}' unmount '${mnt}'`);
+    t.equal(again.code, 1);
+    t.match(again.stderr, /nothing is mounted/);
+  });
+});
