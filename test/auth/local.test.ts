@@ -88,12 +88,13 @@ t.test('svc admin create-user writes bcrypt hashes; login issues tokens', async 
 t.test('tokens expire (token_expiry seconds)', async (t) => {
   const hash = bcrypt.hashSync('pw-1234', 4);
   const d = await startAuthDaemon(t, {
-    authType: 'local', authConfig: { jwt_secret: 's'.repeat(32), token_expiry: 1, users: { eve: { password_hash: hash } } },
+    authType: 'local', authConfig: { jwt_secret: 's'.repeat(32), token_expiry: 3, users: { eve: { password_hash: hash } } },
   });
   const body = await (await login(d, { username: 'eve', password: 'pw-1234' })).json();
-  t.equal(body.expires_in, 1);
+  t.equal(body.expires_in, 3);
+  // 3 s of validity leaves room for a loaded CI machine between the login and the first check.
   t.equal((await d.whoami(bearer(body.access_token))).status, 200, 'fresh');
-  await new Promise((r) => setTimeout(r, 2100));
+  await new Promise((r) => setTimeout(r, 4100));
   t.equal((await d.whoami(bearer(body.access_token))).status, 401, 'expired');
   t.equal((await d.rpc('exists', { path: '/x' }, bearer(body.access_token))).error?.code, -32003);
 });

@@ -154,9 +154,9 @@ export class MountProcess {
     this.#child = undefined;
   }
 
-  async rpc(method: string, params: Record<string, unknown> = {}): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  async rpc(method: string, params: Record<string, unknown> = {}, headers: Record<string, string> = {}): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
     const res = await fetch(`${this.url}/api/nfs/${method}`, {
-      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      method: 'POST', headers: { 'Content-Type': 'application/json', ...headers },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
     });
     const body = (await res.json()) as { result?: unknown; error?: { code: number; message: string; data?: unknown } };

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { rm } from 'node:fs/promises';
-import { fuseSkipReason, isMounted, MountProcess, sh, shOk, tempDir } from './harness.js';
+import { fuseSkipReason, isMounted, MountProcess, sh, shOk, startMountedDaemon, startRemoteMount, tempDir } from './harness.js';
 
 const skip = fuseSkipReason();
 if (skip) console.log(`# ${skip}`);
@@ -55,4 +55,23 @@ t.test('mount lifecycle', { skip }, async (t) => {
     t.equal(again.code, 1);
     t.match(again.stderr, /nothing is mounted/);
   });
+});
+
+t.test('a remote mount acts with its API key; a wrong key is refused at start', { skip }, async (t) => {
+  const d = await startMountedDaemon(t, { extraArgs: ['--api-key', 'sekret-key-1'] });
+  await shOk(`echo guarded > '${d.mnt}/g.txt'`);
+  const r = await startRemoteMount(t, d.url, ['--api-key', 'sekret-key-1']);
+  t.equal(await shOk(`cat '${r.mnt}/g.txt'`), 'guarded\n');
+  await shOk(`echo back > '${r.mnt}/back.txt'`);
+  t.equal(await shOk(`cat '${d.mnt}/back.txt'`), 'back\n');
+  t.equal((await shOk(`stat -f -c '%l %T' '${r.mnt}'`)).trim(), '255 fuseblk', 'statfs answers');
+  const base = tempDir('svc-fuse-badkey-');
+  const bad = new MountProcess(['mount', join(base, 'mnt'), '--remote-url', d.url, '--api-key', 'wrong'], join(base, 'mnt'));
+  t.teardown(async () => {
+    await bad.cleanup();
+    await rm(base, { recursive: true, force: true });
+  });
+  await t.rejects(bad.start(), /exited with 1 before mounting/);
+  t.match(bad.output(), /refused the credentials/, 'says why');
+  t.notOk(isMounted(join(base, 'mnt')), 'nothing mounted');
 });

@@ -62,6 +62,9 @@ export class RemoteBackend implements FuseBackend {
     try {
       methods = (await this.#client.status()).methods;
     } catch (err) {
+      if (err instanceof RpcError && err.code === -32003) {
+        throw new Error(`the daemon at ${this.#opts.url} refused the credentials (--api-key / SVC_API_KEY): ${err.message}`);
+      }
       throw new Error(`cannot reach the daemon at ${this.#opts.url}: ${(err as Error).message}`);
     }
     const missing = ['stat', 'readdir', 'read_range', 'set_attributes', 'symlink'].filter((m) => !methods.includes(m));
