@@ -75,6 +75,7 @@ async function populate(dataDir: string): Promise<number> {
   const services = buildServices(dataDir, createLogger('silent'));
   let n = 0;
   try {
+    await services.fs.upgrade(); // marks the fresh data directory with the current layout
     let batch: Promise<unknown>[] = [];
     for (const [path, content] of dataset()) {
       batch.push(services.fs.write(path, content));

@@ -117,6 +117,7 @@ export class Daemon {
     const { config, log } = this;
     const services = buildServices(config.dataDir, log, { authType: config.authType, enforcePermissions: config.enforcePermissions });
     this.#services = services;
+    await services.fs.upgrade();
     await services.mounts.activateSaved();
     const provider = createAuthProvider(
       config.authType, config.authType === 'simple' ? { api_key: config.apiKey } : config.authConfig,

@@ -38,6 +38,10 @@ export interface FileRecord extends EntryBase {
   /** Chunk hashes in order; their concatenation is the content. */
   chunks: string[];
   contentType: string;
+  /** How the current version came about when not a plain `write` (see {@link VersionRecord.source}). */
+  source?: string;
+  /** When the current version was committed, when that differs from `modified` (FUSE mtimes, utimes). */
+  versionAt?: number;
 }
 
 export interface DirRecord extends EntryBase {
@@ -46,7 +50,11 @@ export interface DirRecord extends EntryBase {
 
 export type EntryRecord = FileRecord | DirRecord;
 
-/** One row per version of a file; version rows own the chunk references. */
+/**
+ * One row per superseded version of a file. The current version lives in the file's entry itself
+ * ({@link currentVersion}): a write of a new file then touches one metadata row, not two. Entries
+ * and version rows each own one reference on every chunk they list.
+ */
 export interface VersionRecord {
   version: number;
   etag: string;
@@ -56,6 +64,14 @@ export interface VersionRecord {
   contentType: string;
   /** How the version came about: `write`, or `rollback` of version N. */
   source: string;
+}
+
+/** The current version of a file, as a version row would hold it. */
+export function currentVersion(rec: FileRecord): VersionRecord {
+  return {
+    version: rec.version, etag: rec.etag, size: rec.size, chunks: rec.chunks, modified: rec.versionAt ?? rec.modified,
+    contentType: rec.contentType, source: rec.source ?? 'write',
+  };
 }
 
 export function entryKey(path: string): string {

@@ -5,7 +5,10 @@
  * references and change events are the same whoever writes.
  *
  * Invariants:
- * - every file has at least one version row; version rows own the chunk references;
+ * - a file's entry holds its current version; the versions table holds the versions it
+ *   superseded. Entries and version rows own one chunk reference each per chunk they list;
+ * - a chunk's reference count is its `refs` row, or 1 when it has none: most chunks have one
+ *   user, and not writing a row for them keeps a new file's commit to two rows (entry, chunk);
  * - a directory exists as an entry before anything is stored below it (writes create parents);
  * - a transaction callback does all its checks before its first write, so a refused request
  *   leaves no trace (lmdb-js commits whatever a callback wrote before it threw).
@@ -24,7 +27,7 @@ import {
 } from '../core/errors.js';
 import {
   type DirRecord, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord,
-  entryKey, keyPath, childrenRange, subtreeRanges, versionKey, versionsRange,
+  entryKey, keyPath, childrenRange, subtreeRanges, versionKey, versionsRange, currentVersion,
 } from './records.js';
 
 /** Content is split into chunks of this size; each is stored once, keyed by its SHA-256. */
@@ -160,6 +163,7 @@ export class FsService {
   readonly #entries: Table<EntryRecord>;
   readonly #versions: Table<VersionRecord>;
   readonly #refs: Table<number>;
+  readonly #meta: Table<number>;
   readonly #guards: MutationGuard[] = [];
   readonly #hooks: CommitHook[] = [];
 
@@ -170,6 +174,38 @@ export class FsService {
     this.#entries = deps.store.table<EntryRecord>('entries');
     this.#versions = deps.store.table<VersionRecord>('versions');
     this.#refs = deps.store.table<number>('refs');
+    this.#meta = deps.store.table<number>('fs_meta');
+  }
+
+  /**
+   * Bring a data directory written with an earlier layout up to date; idempotent, and a no-op
+   * once done (the composition root awaits it before serving). Until 2026-11-24 the current version
+   * of every file also had a version row, and every chunk a `refs` row even with one reference.
+   * Either layout is rewritten to the current one: the duplicate version rows go (their source
+   * and commit time move into the entry), and so do `refs` rows of 1.
+   */
+  async upgrade(): Promise<void> {
+    if (this.#meta.get(LAYOUT_KEY) === LAYOUT) return;
+    await this.#store.transact(() => {
+      if (this.#meta.get(LAYOUT_KEY) === LAYOUT) return;
+      const files: [string, FileRecord][] = [];
+      for (const range of subtreeRanges('/')) {
+        for (const { key, value } of this.#entries.range(range)) if (value.kind === 'file') files.push([key, value]);
+      }
+      for (const [key, rec] of files) {
+        const path = keyPath(key);
+        const row = this.#versions.get(versionKey(path, rec.version));
+        if (!row) continue;
+        this.#versions.remove(versionKey(path, rec.version));
+        const next: FileRecord = { ...rec };
+        if (row.source !== 'write') next.source = row.source;
+        if (row.modified !== rec.modified) next.versionAt = row.modified;
+        this.#entries.put(key, next);
+      }
+      const single = [...this.#refs.range({})].filter((r) => r.value <= 1).map((r) => r.key);
+      for (const key of single) this.#refs.remove(key);
+      this.#meta.put(LAYOUT_KEY, LAYOUT);
+    });
   }
 
   /** Add a check run before every client change. */
@@ -304,12 +340,13 @@ export class FsService {
       for (const piece of pieces) this.#ref(piece.hash, piece.data);
       const contentType = contentTypeOf(p);
       const chunks = pieces.map((c) => c.hash);
-      this.#versions.put(versionKey(p, version), {
-        version, etag, size, chunks, modified: now, contentType, source: 'write',
-      });
+      // The version being replaced joins the history; the new one lives in the entry.
+      if (existing) this.#versions.put(versionKey(p, existing.version), currentVersion(existing));
+      const modified = opts.modified ?? now;
       this.#entries.put(entryKey(p), {
         kind: 'file', version, etag, size, chunks, contentType,
-        created: existing?.created ?? now, modified: opts.modified ?? now,
+        created: existing?.created ?? now, modified,
+        ...(modified === now ? {} : { versionAt: now }),
         ...keptAttributes(existing, opts.attributes),
         ...(opts.symlink ? { symlink: true } : {}),
       });
@@ -326,7 +363,7 @@ export class FsService {
       const rec = this.#entries.get(entryKey(p));
       if (!rec) throw fileNotFound(p);
       if (rec.kind === 'dir') throw isADirectory(p);
-      this.#removeFile(p);
+      this.#removeFile(p, rec);
     });
     await this.#commit([{ type: 'delete', path: p, at: iso(Date.now()) }]);
   }
@@ -438,7 +475,15 @@ export class FsService {
       if (changes.mode !== undefined) next.mode = changes.mode & 0o7777;
       if (changes.uid !== undefined) next.uid = changes.uid;
       if (changes.gid !== undefined) next.gid = changes.gid;
-      if (changes.modified !== undefined) next.modified = changes.modified;
+      if (changes.modified !== undefined && changes.modified !== rec.modified) {
+        // The current version keeps its commit time (versions list), whatever the file's mtime.
+        if (next.kind === 'file') {
+          const at = next.versionAt ?? next.modified;
+          if (at === changes.modified) delete next.versionAt;
+          else next.versionAt = at;
+        }
+        next.modified = changes.modified;
+      }
       this.#entries.put(entryKey(p), next);
       return next;
     });
@@ -577,10 +622,11 @@ export class FsService {
 
   listVersions(path: string): VersionEntry[] {
     const p = normalizeFilePath(path);
-    this.file(p);
     const out: VersionEntry[] = [];
     const range = versionsRange(p);
-    for (const { value } of this.#versions.range({ start: range.end, end: range.start, reverse: true })) {
+    const rows = [currentVersion(this.file(p))];
+    for (const { value } of this.#versions.range({ start: range.end, end: range.start, reverse: true })) rows.push(value);
+    for (const value of rows) {
       out.push({
         version: value.version, etag: value.etag, size: value.size, modified_at: new Date(value.modified),
         content_type: value.contentType, source: value.source,
@@ -590,9 +636,10 @@ export class FsService {
   }
 
   #version(p: string, version: number): VersionRecord {
-    const v = this.#versions.get(versionKey(p, version));
+    const rec = this.file(p);
+    if (rec.version === version) return currentVersion(rec);
+    const v = version < rec.version ? this.#versions.get(versionKey(p, version)) : undefined;
     if (!v) {
-      this.file(p);
       throw new NotFoundError(`Version ${version} not found for ${p}`, { path: p, version });
     }
     return v;
@@ -618,9 +665,11 @@ export class FsService {
       const next = rec.version + 1;
       for (const hash of old.chunks) this.#ref(hash);
       // History is never rewritten: the old content comes back as a new version.
-      this.#versions.put(versionKey(p, next), { ...old, version: next, modified: now, source: `rollback:${version}` });
+      this.#versions.put(versionKey(p, rec.version), currentVersion(rec));
+      const { versionAt: _at, ...kept } = rec;
       this.#entries.put(entryKey(p), {
-        ...rec, version: next, etag: old.etag, size: old.size, chunks: old.chunks, contentType: old.contentType, modified: now,
+        ...kept, version: next, etag: old.etag, size: old.size, chunks: old.chunks, contentType: old.contentType, modified: now,
+        source: `rollback:${version}`,
       });
       return { version: next, etag: old.etag };
     });
@@ -695,7 +744,7 @@ export class FsService {
       let deleted = 0;
       for (const p of current.keys()) {
         if (!files.has(relativeTo(p, d))) {
-          this.#removeFile(p);
+          this.#removeFile(p, current.get(p)!);
           changes.push({ type: 'delete', path: p, at: iso(now) });
           deleted++;
         }
@@ -708,7 +757,7 @@ export class FsService {
         if (existing?.kind === 'dir') this.#removeSubtree(p);
         for (const a of ancestorsOf(p)) {
           const rec = this.#entries.get(entryKey(a));
-          if (rec?.kind === 'file') this.#removeFile(a);
+          if (rec?.kind === 'file') this.#removeFile(a, rec);
           if (rec?.kind !== 'dir') {
             this.#entries.put(entryKey(a), { kind: 'dir', created: now, modified: now });
             changes.push({ type: 'mkdir', path: a, at: iso(now) });
@@ -716,12 +765,10 @@ export class FsService {
         }
         const version = (existing?.kind === 'file' ? existing.version : 0) + 1;
         for (const hash of f.chunks) this.#ref(hash);
-        this.#versions.put(versionKey(p, version), {
-          version, etag: f.etag, size: f.size, chunks: f.chunks, modified: now, contentType: f.contentType, source: 'restore',
-        });
+        if (existing?.kind === 'file') this.#versions.put(versionKey(p, existing.version), currentVersion(existing));
         this.#entries.put(entryKey(p), {
           kind: 'file', version, etag: f.etag, size: f.size, chunks: f.chunks, contentType: f.contentType,
-          created: existing?.kind === 'file' ? existing.created : now, modified: now,
+          created: existing?.kind === 'file' ? existing.created : now, modified: now, source: 'restore',
         });
         changes.push({ type: 'write', path: p, etag: f.etag, version, at: iso(now) });
         restored++;
@@ -741,7 +788,7 @@ export class FsService {
       for (const { key, value } of this.#entries.range(range)) below.push([keyPath(key), value]);
     }
     for (const [path, rec] of below) {
-      if (rec.kind === 'file') this.#removeFile(path);
+      if (rec.kind === 'file') this.#removeFile(path, rec);
       else this.#entries.remove(entryKey(path));
     }
     this.#entries.remove(entryKey(p));
@@ -761,6 +808,13 @@ export class FsService {
    * when `create` is false a missing parent is -32000.
    */
   #checkParents(p: string, create: boolean): string[] {
+    // Every entry's parent is a directory entry (or the root), so an existing parent settles it
+    // with one lookup: its own ancestors are directories.
+    const parent = parentOf(p);
+    if (parent === '/') return [];
+    const direct = this.#entries.get(entryKey(parent));
+    if (direct?.kind === 'dir') return [];
+    if (direct) throw notADirectory(parent);
     const missing: string[] = [];
     for (const dir of ancestorsOf(p)) {
       const rec = missing.length ? undefined : this.#entries.get(entryKey(dir));
@@ -777,30 +831,37 @@ export class FsService {
     for (const dir of dirs) this.#entries.put(entryKey(dir), { kind: 'dir', created: now, modified: now } satisfies DirRecord);
   }
 
+  /** One more reference on a chunk, storing it if it is new (then `data` is required). */
   #ref(hash: string, data?: Uint8Array): void {
-    const n = this.#refs.get(hash) ?? 0;
-    if (n === 0) {
+    // A stored chunk without a refs row has one reference; an absent chunk has none (and no row).
+    if (!this.#blobs.has(hash)) {
       if (!data) throw new Error(`chunk ${hash} has no references and no data`);
       this.#blobs.put(hash, data);
+      return;
     }
-    this.#refs.put(hash, n + 1);
+    this.#refs.put(hash, (this.#refs.get(hash) ?? 1) + 1);
   }
 
+  /** One reference fewer; the last one frees the chunk. */
   #unref(hash: string): void {
-    const n = this.#refs.get(hash) ?? 0;
+    const n = this.#refs.get(hash) ?? 1;
     if (n <= 1) {
       this.#refs.remove(hash);
       this.#blobs.delete(hash);
+    } else if (n === 2) {
+      this.#refs.remove(hash);
     } else {
       this.#refs.put(hash, n - 1);
     }
   }
 
-  #removeFile(p: string): void {
+  /** Remove a file with its history, dropping the references of every version. */
+  #removeFile(p: string, rec: FileRecord): void {
     for (const { key, value } of [...this.#versions.range(versionsRange(p))]) {
       for (const hash of value.chunks) this.#unref(hash);
       this.#versions.remove(key);
     }
+    for (const hash of rec.chunks) this.#unref(hash);
     this.#entries.remove(entryKey(p));
   }
 
@@ -813,11 +874,12 @@ export class FsService {
     // Reference the content for `to` before `from` drops its references, so no chunk reaches zero.
     for (const hash of src.chunks) this.#ref(hash);
     const contentType = contentTypeOf(to);
-    this.#versions.put(versionKey(to, version), {
-      version, etag: src.etag, size: src.size, chunks: src.chunks, modified: now, contentType, source: 'rename',
+    this.#versions.put(versionKey(to, dst.version), currentVersion(dst));
+    const { versionAt: _at, source: _source, ...moved } = src;
+    this.#entries.put(entryKey(to), {
+      ...moved, version, contentType, created: dst.created, source: 'rename', ...(src.modified === now ? {} : { versionAt: now }),
     });
-    this.#entries.put(entryKey(to), { ...src, version, contentType, created: dst.created });
-    this.#removeFile(from);
+    this.#removeFile(from, src);
   }
 
   #move(from: string, to: string, rec: EntryRecord): void {
@@ -849,6 +911,10 @@ export class FsService {
     if (failure) throw failure;
   }
 }
+
+/** The layout {@link FsService.upgrade} brings a data directory to. */
+const LAYOUT_KEY = 'layout';
+const LAYOUT = 2;
 
 const ROOT: DirRecord = Object.freeze({ kind: 'dir', created: 0, modified: 0 }) as DirRecord;
 

@@ -54,6 +54,8 @@ export interface MetadataStore {
 export interface BlobStore {
   get(hash: string): Buffer | undefined;
   has(hash: string): boolean;
+  /** Every stored chunk's hash, in key order (consistency checks, tests). */
+  hashes(): Iterable<string>;
   /** Inside a metadata transaction: the chunk becomes visible with that commit. */
   put(hash: string, data: Uint8Array): void;
   /** Inside a metadata transaction, once the chunk's last reference is gone. */

@@ -35,10 +35,12 @@ export interface FsFixture {
   events: ChangeEvent[];
   /** Events published since the last call (and forget them). */
   take(): ChangeEvent[];
-  /** Reference count of a chunk (0 when it has no row). */
+  /** Reference count of a chunk: its refs row, else 1 when the chunk is stored, else 0. */
   refs(hash: string): number;
-  /** Every chunk reference row, hash → count. */
+  /** Every stored chunk with its reference count, hash → count. */
   allRefs(): Map<string, number>;
+  /** Every version of every file (current ones included), through the service: path, version, chunks. */
+  allVersions(): { path: string; version: number; chunks: string[] }[];
   /** Every stored row of every fs table, for before/after comparisons. */
   dump(): { entries: [string, unknown][]; versions: [string, unknown][]; refs: [string, unknown][] };
 }
@@ -65,8 +67,17 @@ export function makeFs(t: Test): FsFixture {
       seen = events.length;
       return out;
     },
-    refs: (hash) => refsTable.get(hash) ?? 0,
-    allRefs: () => new Map([...refsTable.range({})].map((e) => [e.key, e.value])),
+    refs: (hash) => refsTable.get(hash) ?? (store.blobs.has(hash) ? 1 : 0),
+    allRefs: () => {
+      const out = new Map([...store.blobs.hashes()].map((h): [string, number] => [h, refsTable.get(h) ?? 1]));
+      for (const { key } of refsTable.range({})) {
+        if (!out.has(key)) out.set(key, NaN); // a refs row without its chunk: fails every comparison
+      }
+      return out;
+    },
+    allVersions: () => fs.list('/').filter((e) => !e.is_directory).flatMap((e) => fs.listVersions(e.path).map((v) => ({
+      path: e.path, version: v.version, chunks: fs.versionRecord(e.path, v.version).chunks,
+    }))),
     dump: () => ({ entries: rows('entries'), versions: rows('versions'), refs: rows('refs') }),
   };
 }

@@ -305,6 +305,22 @@ export function metadataStoreSuite(t: Test, makeStore: MakeStore): void {
     await t.resolves(store.transact(() => blobs.delete('f'.repeat(64))), 'deleting an absent blob is a no-op');
   });
 
+  t.test('blobs: hashes() lists every stored chunk in key order, and only those', async (t) => {
+    const { fx } = await fixture(t);
+    const { store, blobs } = fx();
+    t.same([...blobs.hashes()], [], 'empty store');
+    const [a, b, c] = ['3'.repeat(64), '1'.repeat(64), '2'.repeat(64)];
+    await store.transact(() => {
+      blobs.put(a, Buffer.from('a'));
+      blobs.put(b, Buffer.from('b'));
+      blobs.put(c, new Uint8Array(0));
+      store.table<number>('not-a-chunk').put('0'.repeat(64), 1);
+    });
+    t.same([...blobs.hashes()], [b, c, a]);
+    await store.transact(() => blobs.delete(c));
+    t.same([...blobs.hashes()], [b, a], 'a deleted chunk is gone from the listing');
+  });
+
   t.test('blobs: a view into a larger buffer stores only the view', async (t) => {
     const { fx } = await fixture(t);
     const { store, blobs } = fx();

@@ -43,6 +43,9 @@ class LmdbBlobStore implements BlobStore {
   has(hash: string): boolean {
     return this.db.doesExist(hash);
   }
+  hashes(): Iterable<string> {
+    return this.db.getKeys({}) as Iterable<string>;
+  }
   put(hash: string, data: Uint8Array): void {
     this.db.put(hash, Buffer.from(data.buffer, data.byteOffset, data.byteLength));
   }
