@@ -37,7 +37,7 @@ export class Authenticator {
     if (!result.authenticated) throw new AccessDeniedError('Invalid or expired token');
     const own = { type: result.subject_type, id: result.subject_id ?? result.user_id ?? 'unknown' };
     // An admin may act as anyone; anyone else only as itself or, a user, as one of its own agents.
-    if (subject && !result.is_admin && !mayActAs(result, own, subject)) {
+    if (subject && !result.is_admin && !mayActAs(this.provider, result, own, subject)) {
       throw new PermissionDeniedError(`Credential may not act as ${subject.type}:${subject.id}`);
     }
     // A credential's tenant is its context tenant; only an admin may choose another one.
@@ -64,13 +64,14 @@ export class Authenticator {
 /**
  * Whether a non-admin credential may act as `subject`: itself, or for a user credential an agent
  * of its own. Until the agent registry exists, a user's agents are those its credential lists in
- * `metadata.agents`.
+ * `metadata.agents`, and those the provider knows as the user's (agent keys issued to the user).
  */
-function mayActAs(result: AuthResult, own: { type: string; id: string }, subject: { type: string; id: string }): boolean {
+function mayActAs(provider: AuthProvider, result: AuthResult, own: { type: string; id: string }, subject: { type: string; id: string }): boolean {
   if (subject.type === own.type && subject.id === own.id) return true;
   if (own.type !== 'user' || subject.type !== 'agent') return false;
   const agents = result.metadata?.agents;
-  return Array.isArray(agents) && agents.includes(subject.id);
+  if (Array.isArray(agents) && agents.includes(subject.id)) return true;
+  return provider.ownsAgent?.(result, subject.id) ?? false;
 }
 
 /** The bearer token of a request; -32003 when missing or malformed. `X-API-Key` is accepted too. */
