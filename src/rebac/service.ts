@@ -352,6 +352,17 @@ export class RebacService {
     return n;
   }
 
+  /**
+   * Whether a tuple `(subject, relation, …)` hands the subject over to the object's holders: the
+   * subject's type follows `relation` in a tupleToUserset (as `file` follows `parent`: owners of
+   * `/a` own `/x` once `(/x, parent, /a)` exists). Creating such a tuple needs `share` on the
+   * subject as well as on the object, or the owner of any directory could adopt anyone's.
+   */
+  followedFromSubject(subject: SubjectTuple, relation: string): boolean {
+    if (subject.length === 3) return false;
+    return this.#isTupleset(canonicalType(subject[0]), mapLegacy(relation));
+  }
+
   /** Whether tuples with relation `r` on `type` are followed by a tupleToUserset (like `parent`). */
   #isTupleset(type: string, r: string): boolean {
     const ns = this.#ns.compiled(type);
