@@ -86,6 +86,10 @@ t.test('enforcement on (the default with auth)', async (t) => {
     t.equal(await code(d, 'stat', { path: f }, A), -32004, 'stat');
     t.equal(await code(d, 'set_attributes', { path: f, mode: 0o777 }, A), -32004, 'set_attributes');
     t.equal(await code(d, 'mkdir', { path: '/top' }, A), -32004, 'mkdir at the root (nobody granted /)');
+    t.equal(await code(d, 'rebac_create', { subject: ['user', 'alice'], relation: 'direct_viewer', object: ['file', '/home/bob'] }, A), -32004,
+      'granting herself B\'s directory');
+    t.equal(await code(d, 'rebac_create', { subject: ['file', '/home/bob'], relation: 'parent', object: ['file', '/home/alice'] }, A), -32004,
+      'adopting B\'s directory under her own (a parent tuple)');
     t.same(await d.call('exists', { path: f }, A), { exists: false }, 'exists: false, not an error');
     t.same(await d.call('exists', { path: '/home/bob' }, A), { exists: false });
     // Nothing changed.
