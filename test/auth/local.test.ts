@@ -92,11 +92,16 @@ t.test('tokens expire (token_expiry seconds)', async (t) => {
   const hash = bcrypt.hashSync('pw-1234', 4);
   const clock = new TestClock();
   const d = await startAuthDaemon(t, {
-    authType: 'local', authConfig: { jwt_secret: 's'.repeat(32), token_expiry: 600, users: { eve: { password_hash: hash } } },
+    authType: 'local', authConfig: { jwt_secret: 's'.repeat(32), token_expiry: 600, users: {
+      eve: { password_hash: hash }, sess: { password_hash: hash, subject_type: 'session', subject_id: 's-42', tenant_id: 'acme' },
+    } },
   }, undefined, { clock });
   const body = await (await login(d, { username: 'eve', password: 'pw-1234' })).json();
   t.equal(body.expires_in, 600);
   t.equal((await d.whoami(bearer(body.access_token))).status, 200, 'fresh');
+  const session = await (await login(d, { username: 'sess', password: 'pw-1234' })).json();
+  t.same((await d.whoami(bearer(session.access_token))).body,
+    { authenticated: true, subject_type: 'session', subject_id: 's-42', tenant_id: 'acme', is_admin: false }, 'a session subject');
   clock.advance(590_000);
   t.equal((await d.whoami(bearer(body.access_token))).status, 200, 'still valid a little before token_expiry');
   clock.advance(12_000); // the daemon's clock: no sleeping
