@@ -26,15 +26,18 @@ export class Authenticator {
   async resolve(headers: CredentialHeaders, source: string): Promise<OperationContext> {
     const subjectHeader = headers['x-svc-subject'];
     const subject = subjectHeader ? parseSubject(subjectHeader) : undefined;
-    if (subjectHeader && !subject) {
-      throw new PermissionDeniedError(`Malformed X-Svc-Subject header: expected <type>:<id>`);
-    }
+    const malformed = () => new PermissionDeniedError(`Malformed X-Svc-Subject header: expected <type>:<id>`);
     const tenantHeader = headers['x-svc-tenant-id'] || undefined;
-    if (!this.provider) return anonymousContext(source, subject, tenantHeader);
+    if (!this.provider) {
+      if (subjectHeader && !subject) throw malformed();
+      return anonymousContext(source, subject, tenantHeader);
+    }
 
+    // Authentication comes first: without a valid credential the answer is -32003, whatever else was sent.
     const token = bearerToken(headers);
     const result = await this.provider.authenticate(token);
     if (!result.authenticated) throw new AccessDeniedError('Invalid or expired token');
+    if (subjectHeader && !subject) throw malformed();
     const own = { type: result.subject_type, id: result.subject_id ?? result.user_id ?? 'unknown' };
     // An admin may act as anyone; anyone else only as itself or, a user, as one of its own agents.
     if (subject && !result.is_admin && !mayActAs(this.provider, result, own, subject)) {

@@ -116,6 +116,10 @@ t.test('database mode', async (t) => {
       t.equal(a.error?.code, -32004, `${label}: -32004`);
     }
     t.equal((await d.rpc('exists', { path: '/a.txt' }, { ...ALICE, 'X-Svc-Subject': 'nonsense' })).error?.code, -32004, 'malformed subject');
+    t.equal((await d.rpc('exists', { path: '/a.txt' }, { 'X-Svc-Subject': 'nonsense' })).error?.code, -32003,
+      'no key and a malformed subject: authentication fails first');
+    t.equal((await d.rpc('exists', { path: '/a.txt' }, { 'X-Svc-Subject': 'user:root' })).error?.code, -32003, 'a subject alone is no credential');
+    t.equal((await d.whoami({ 'X-Svc-Subject': 'user:root', 'X-Svc-Tenant-ID': 'beta' })).status, 401);
     t.same(await d.call('exists', { path: '/spoof.txt' }, ADMIN), { exists: false });
   });
 
