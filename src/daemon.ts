@@ -137,6 +137,7 @@ export class Daemon {
     this.#http = new HttpFace({
       host: config.host, port: config.port, maxBody: config.maxBody, dispatcher, authenticator: this.#authenticator,
       events: services.events, log: log.child({ component: 'http' }),
+      mayRead: (ctx, path) => services.permissions.can(ctx, 'read', path), clock: this.#clock,
       login: provider instanceof LocalAuthProvider ? (username, password) => provider.login(username, password) : undefined,
       status: () => ({
         version: VERSION,
