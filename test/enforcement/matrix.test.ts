@@ -247,6 +247,14 @@ t.test('enforcement on (the default with auth)', async (t) => {
     t.equal(await code(d, 'load_mount', { mount_point: '/home/alice/mnt' }, A), -32004);
     t.equal(await code(d, 'remove_mount', { mount_point: '/home/alice/mnt' }, A), -32004);
     t.equal(await code(d, 'delete_saved_mount', { mount_point: '/home/alice/mnt' }, A), -32004);
+    // A saved configuration's credentials are for admins only.
+    await d.call('save_mount', {
+      mount_point: '/drive', backend_type: 'cloud_drive', backend_config: { access_token: 'at-secret-1', refresh_token: 'rt-secret-2' }, tenant_id: 'default',
+    }, ROOT);
+    const seen = JSON.stringify(await d.call('list_saved_mounts', {}, A));
+    t.ok(seen.includes('/drive') && seen.includes('<redacted>'), 'listed for the user, credentials redacted');
+    t.notOk(seen.includes('at-secret-1') || seen.includes('rt-secret-2'), 'no token reaches a non-admin');
+    t.ok(JSON.stringify(await d.call('list_saved_mounts', {}, ROOT)).includes('at-secret-1'), 'the admin sees them');
   });
 });
 
