@@ -55,6 +55,8 @@ export interface BuildOptions {
   authType?: string | undefined;
   /** Whether permissions are enforced (default true); the ReBAC and namespace methods guard themselves with it. */
   enforcePermissions?: boolean | undefined;
+  /** Milliseconds since the epoch, for key and tuple expiry and token lifetimes (tests move it instead of sleeping). */
+  clock?: (() => number) | undefined;
 }
 
 /** Build the services over one data directory (also used by tests and local-mode tools). */
@@ -65,11 +67,11 @@ export function buildServices(dataDir: string, log: Logger, opts: BuildOptions =
   const workspaces = new WorkspaceService({ store, fs });
   const mounts = new MountService({ store, fs, log: log.child({ component: 'mounts' }) });
   const keys = new ApiKeyStore({
-    store, secretPath: join(dataDir, 'auth-secret'), onWriteError: (err) => log.error({ err }, 'auth audit write failed'),
+    store, secretPath: join(dataDir, 'auth-secret'), onWriteError: (err) => log.error({ err }, 'auth audit write failed'), clock: opts.clock,
   });
   const admin = new AdminService({ keys, authType: opts.authType });
   const namespaces = new NamespaceService({ store });
-  const rebac = new RebacService({ store, namespaces });
+  const rebac = new RebacService({ store, namespaces, clock: opts.clock });
   // A rename is answered only once the tuples on the moved paths have followed it.
   fs.addCommitHook((changes) => rebac.followRenames(changes));
   const enforce = { enforce: opts.enforcePermissions ?? true };
@@ -91,10 +93,13 @@ export class Daemon {
   #address: AddressInfo | undefined;
   #starting: Promise<AddressInfo> | undefined;
   #stopping: Promise<void> | undefined;
+  readonly #clock: (() => number) | undefined;
 
-  constructor(config: Config, log?: Logger) {
+  /** `opts.clock` replaces Date.now for expiry decisions (tests); production passes nothing. */
+  constructor(config: Config, log?: Logger, opts: { clock?: () => number } = {}) {
     this.config = config;
     this.log = log ?? createLogger(config.logLevel);
+    this.#clock = opts.clock;
   }
 
   get services(): Services {
@@ -115,13 +120,15 @@ export class Daemon {
 
   async #start(): Promise<AddressInfo> {
     const { config, log } = this;
-    const services = buildServices(config.dataDir, log, { authType: config.authType, enforcePermissions: config.enforcePermissions });
+    const services = buildServices(config.dataDir, log, {
+      authType: config.authType, enforcePermissions: config.enforcePermissions, clock: this.#clock,
+    });
     this.#services = services;
     await services.fs.upgrade();
     await services.mounts.activateSaved();
     const provider = createAuthProvider(
       config.authType, config.authType === 'simple' ? { api_key: config.apiKey } : config.authConfig,
-      { store: services.keys, log: log.child({ component: 'auth' }) },
+      { store: services.keys, log: log.child({ component: 'auth' }), clock: this.#clock },
     );
     this.#authenticator = new Authenticator(provider);
     if (provider && !config.enforcePermissions) {
@@ -131,6 +138,7 @@ export class Daemon {
     this.#http = new HttpFace({
       host: config.host, port: config.port, maxBody: config.maxBody, dispatcher, authenticator: this.#authenticator,
       events: services.events, log: log.child({ component: 'http' }),
+      mayRead: (ctx, path) => services.permissions.can(ctx, 'read', path), clock: this.#clock,
       login: provider instanceof LocalAuthProvider ? (username, password) => provider.login(username, password) : undefined,
       status: () => ({
         version: VERSION,

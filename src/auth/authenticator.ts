@@ -26,18 +26,21 @@ export class Authenticator {
   async resolve(headers: CredentialHeaders, source: string): Promise<OperationContext> {
     const subjectHeader = headers['x-svc-subject'];
     const subject = subjectHeader ? parseSubject(subjectHeader) : undefined;
-    if (subjectHeader && !subject) {
-      throw new PermissionDeniedError(`Malformed X-Svc-Subject header: expected <type>:<id>`);
-    }
+    const malformed = () => new PermissionDeniedError(`Malformed X-Svc-Subject header: expected <type>:<id>`);
     const tenantHeader = headers['x-svc-tenant-id'] || undefined;
-    if (!this.provider) return anonymousContext(source, subject, tenantHeader);
+    if (!this.provider) {
+      if (subjectHeader && !subject) throw malformed();
+      return anonymousContext(source, subject, tenantHeader);
+    }
 
+    // Authentication comes first: without a valid credential the answer is -32003, whatever else was sent.
     const token = bearerToken(headers);
     const result = await this.provider.authenticate(token);
     if (!result.authenticated) throw new AccessDeniedError('Invalid or expired token');
+    if (subjectHeader && !subject) throw malformed();
     const own = { type: result.subject_type, id: result.subject_id ?? result.user_id ?? 'unknown' };
     // An admin may act as anyone; anyone else only as itself or, a user, as one of its own agents.
-    if (subject && !result.is_admin && !mayActAs(result, own, subject)) {
+    if (subject && !result.is_admin && !mayActAs(this.provider, result, own, subject)) {
       throw new PermissionDeniedError(`Credential may not act as ${subject.type}:${subject.id}`);
     }
     // A credential's tenant is its context tenant; only an admin may choose another one.
@@ -64,13 +67,14 @@ export class Authenticator {
 /**
  * Whether a non-admin credential may act as `subject`: itself, or for a user credential an agent
  * of its own. Until the agent registry exists, a user's agents are those its credential lists in
- * `metadata.agents`.
+ * `metadata.agents`, and those the provider knows as the user's (agent keys issued to the user).
  */
-function mayActAs(result: AuthResult, own: { type: string; id: string }, subject: { type: string; id: string }): boolean {
+function mayActAs(provider: AuthProvider, result: AuthResult, own: { type: string; id: string }, subject: { type: string; id: string }): boolean {
   if (subject.type === own.type && subject.id === own.id) return true;
   if (own.type !== 'user' || subject.type !== 'agent') return false;
   const agents = result.metadata?.agents;
-  return Array.isArray(agents) && agents.includes(subject.id);
+  if (Array.isArray(agents) && agents.includes(subject.id)) return true;
+  return provider.ownsAgent?.(result, subject.id) ?? false;
 }
 
 /** The bearer token of a request; -32003 when missing or malformed. `X-API-Key` is accepted too. */

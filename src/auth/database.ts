@@ -19,6 +19,11 @@ export class DatabaseKeyProvider implements AuthProvider {
     return this.#keys.authenticate(token);
   }
 
+  /** An agent is the user's when a live agent key was issued to that user in its tenant. */
+  ownsAgent(owner: AuthResult, agentId: string): boolean {
+    return owner.user_id !== null && this.#keys.hasAgentKey(owner.user_id, owner.tenant_id, agentId);
+  }
+
   async validateToken(token: string): Promise<boolean> {
     return this.#keys.authenticate(token).authenticated;
   }

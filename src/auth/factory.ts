@@ -24,6 +24,8 @@ export interface AuthProviderOptions {
    */
   store?: ApiKeyStore | undefined;
   log?: Logger | undefined;
+  /** Milliseconds since the epoch for token lifetimes (default Date.now; tests move it instead of sleeping). */
+  clock?: (() => number) | undefined;
 }
 
 const SimpleConfigSchema = z.strictObject({ api_key: z.string().min(1) });
@@ -50,11 +52,11 @@ export function createAuthProvider(
     case 'static':
       return new StaticKeyProvider(required());
     case 'local':
-      return new LocalAuthProvider(required());
+      return new LocalAuthProvider(required(), { clock: options.clock });
     case 'oidc':
-      return new OidcAuthProvider(required(), { log: options.log });
+      return new OidcAuthProvider(required(), { log: options.log, clock: options.clock });
     case 'multi-oidc':
-      return new MultiOidcAuthProvider(required(), { log: options.log });
+      return new MultiOidcAuthProvider(required(), { log: options.log, clock: options.clock });
     default:
       throw new Error(`Unknown auth_type: ${authType}`);
   }

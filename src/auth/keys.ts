@@ -145,10 +145,14 @@ export class ApiKeyStore {
   readonly #audit: Table<StoredAudit>;
   readonly #pending = new Set<Promise<unknown>>();
   readonly #onWriteError: (err: unknown) => void;
+  readonly #clock: () => number;
   #secret: Buffer | undefined;
 
-  constructor(deps: { store: MetadataStore; secretPath: string; onWriteError?: (err: unknown) => void }) {
+  constructor(deps: {
+    store: MetadataStore; secretPath: string; onWriteError?: (err: unknown) => void; clock?: (() => number) | undefined;
+  }) {
     this.#store = deps.store;
+    this.#clock = deps.clock ?? Date.now;
     this.#secretPath = deps.secretPath;
     this.#keys = deps.store.table('api_keys');
     this.#byHash = deps.store.table('api_key_hashes');
@@ -157,7 +161,7 @@ export class ApiKeyStore {
   }
 
   /** Check a raw key; records the outcome in the audit trail and `last_used_at` on success. */
-  authenticate(rawKey: string, now = Date.now()): AuthResult {
+  authenticate(rawKey: string, now = this.#clock()): AuthResult {
     const fail = (reason: string, detail: Record<string, unknown>, rec?: StoredKey): AuthResult => {
       this.#background(() => this.#append(now, 'auth.failure', rec ?? null, null, { reason, ...detail }));
       return UNAUTHENTICATED;
@@ -190,7 +194,7 @@ export class ApiKeyStore {
   }
 
   /** Create a key; the raw key is in the result and nowhere else, ever. */
-  async create(input: CreateKeyInput, actor: string | null, now = Date.now()): Promise<CreatedKey> {
+  async create(input: CreateKeyInput, actor: string | null, now = this.#clock()): Promise<CreatedKey> {
     return (await this.#create(input, actor, now, () => true))!;
   }
 
@@ -199,7 +203,7 @@ export class ApiKeyStore {
    * the `--init` bootstrap. Returns undefined when one exists already. Check and creation are one
    * transaction.
    */
-  async createFirstAdmin(userId: string, expiresDays: number | null, now = Date.now()): Promise<CreatedKey | undefined> {
+  async createFirstAdmin(userId: string, expiresDays: number | null, now = this.#clock()): Promise<CreatedKey | undefined> {
     await this.flush();
     return this.#create(
       { user_id: userId, name: 'initial admin key', is_admin: true, expires_days: expiresDays }, 'system:init', now,
@@ -251,7 +255,7 @@ export class ApiKeyStore {
   }
 
   /** Matching keys, oldest first; `total` counts every match, not the page. */
-  list(q: ListKeysQuery = {}, now = Date.now()): { keys: ApiKeyRecord[]; total: number } {
+  list(q: ListKeysQuery = {}, now = this.#clock()): { keys: ApiKeyRecord[]; total: number } {
     const matches: StoredKey[] = [];
     for (const { value } of this.#keys.range({})) {
       if (q.user_id !== undefined && value.user_id !== q.user_id) continue;
@@ -268,10 +272,22 @@ export class ApiKeyStore {
   }
 
   /**
+   * Whether `userId` holds a usable (unrevoked, unexpired) agent key for `agentId` in `tenantId`:
+   * what makes the agent that user's own (X-Svc-Subject). A scan: keys are few.
+   */
+  hasAgentKey(userId: string, tenantId: string | null, agentId: string, now = this.#clock()): boolean {
+    for (const { value } of this.#keys.range({})) {
+      if (value.subject_type === 'agent' && value.subject_id === agentId && value.user_id === userId && value.tenant_id === tenantId
+        && !value.revoked && (value.expires === null || now <= value.expires)) return true;
+    }
+    return false;
+  }
+
+  /**
    * Revoke a key (irreversible; spec §3). Revoking an already revoked key changes nothing. The
    * last usable admin key cannot be revoked: that would leave nobody able to administer keys.
    */
-  async revoke(keyId: string, actor: string | null, now = Date.now()): Promise<ApiKeyRecord> {
+  async revoke(keyId: string, actor: string | null, now = this.#clock()): Promise<ApiKeyRecord> {
     await this.flush();
     return this.#track(this.#store.transact(() => {
       const rec = this.#keys.get(keyId);
@@ -288,7 +304,7 @@ export class ApiKeyStore {
   }
 
   /** Change name, admin flag, expiry or metadata of an unrevoked key (spec §3 "API key"). */
-  async update(keyId: string, changes: UpdateKeyInput, actor: string | null, now = Date.now()): Promise<ApiKeyRecord> {
+  async update(keyId: string, changes: UpdateKeyInput, actor: string | null, now = this.#clock()): Promise<ApiKeyRecord> {
     await this.flush();
     return this.#track(this.#store.transact(() => {
       const rec = this.#keys.get(keyId);

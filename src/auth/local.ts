@@ -53,8 +53,10 @@ export class LocalAuthProvider implements AuthProvider {
   readonly #secret: Uint8Array;
   /** Compared against when the user does not exist, so that unknown names cost as much as wrong passwords. */
   readonly #decoyHash: string;
+  readonly #clock: () => number;
 
-  constructor(config: unknown) {
+  constructor(config: unknown, opts: { clock?: (() => number) | undefined } = {}) {
+    this.#clock = opts.clock ?? Date.now;
     this.#config = parseAuthConfig(LocalConfigSchema, config, 'local');
     this.#secret = new TextEncoder().encode(this.#config.jwt_secret);
     const someUser = Object.values(this.#config.users)[0];
@@ -76,8 +78,8 @@ export class LocalAuthProvider implements AuthProvider {
       .setSubject(username)
       .setIssuer(LOCAL_ISSUER)
       .setAudience(LOCAL_ISSUER)
-      .setIssuedAt()
-      .setExpirationTime(`${expiresIn}s`)
+      .setIssuedAt(this.#seconds())
+      .setExpirationTime(this.#seconds() + expiresIn)
       .sign(this.#secret);
     return { access_token: token, token_type: 'Bearer', expires_in: expiresIn };
   }
@@ -90,7 +92,9 @@ export class LocalAuthProvider implements AuthProvider {
     let username: string | undefined;
     try {
       // Signature checked by WebCrypto's HMAC verify, which compares in constant time.
-      const { payload } = await jwtVerify(token, this.#secret, { algorithms: ['HS256'], issuer: LOCAL_ISSUER, audience: LOCAL_ISSUER });
+      const { payload } = await jwtVerify(token, this.#secret, {
+        algorithms: ['HS256'], issuer: LOCAL_ISSUER, audience: LOCAL_ISSUER, currentDate: new Date(this.#clock()),
+      });
       username = payload.sub;
     } catch {
       return UNAUTHENTICATED;
@@ -109,4 +113,9 @@ export class LocalAuthProvider implements AuthProvider {
   }
 
   async close(): Promise<void> {}
+
+  /** Now, in the whole seconds JWT times use. */
+  #seconds(): number {
+    return Math.floor(this.#clock() / 1000);
+  }
 }

@@ -22,10 +22,10 @@ export class MultiOidcAuthProvider implements AuthProvider {
   readonly name = 'multi-oidc';
   readonly #byIssuer = new Map<string, OidcAuthProvider>();
 
-  constructor(config: unknown, opts: { log?: Logger | undefined } = {}) {
+  constructor(config: unknown, opts: { log?: Logger | undefined; clock?: (() => number) | undefined } = {}) {
     const { providers } = parseAuthConfig(MultiOidcConfigSchema, config, 'multi-oidc');
     for (const [label, raw] of Object.entries(providers)) {
-      const provider = new OidcAuthProvider({ subject_prefix: label, ...raw }, { log: opts.log, label });
+      const provider = new OidcAuthProvider({ subject_prefix: label, ...raw }, { log: opts.log, label, clock: opts.clock });
       if (this.#byIssuer.has(provider.config.issuer)) {
         throw new Error(`invalid auth_config for multi-oidc authentication: two providers name issuer ${provider.config.issuer}`);
       }

@@ -40,13 +40,15 @@ export class OidcAuthProvider implements AuthProvider {
   readonly config: OidcConfig;
   readonly #log: Logger | undefined;
   readonly #adminEmails: Set<string>;
+  readonly #clock: (() => number) | undefined;
   #keys: Promise<KeySet> | undefined;
 
   /** `label` names the provider in multi-oidc (logs and `metadata.provider`). */
-  constructor(config: unknown, opts: { log?: Logger | undefined; label?: string } = {}) {
+  constructor(config: unknown, opts: { log?: Logger | undefined; label?: string; clock?: (() => number) | undefined } = {}) {
     this.name = opts.label ?? 'oidc';
     this.config = parseAuthConfig(OidcConfigSchema, config, opts.label ? `multi-oidc (provider ${opts.label})` : 'oidc');
     this.#log = opts.log;
+    this.#clock = opts.clock;
     this.#adminEmails = new Set(this.config.admin_emails.map((e) => e.toLowerCase()));
   }
 
@@ -75,6 +77,7 @@ export class OidcAuthProvider implements AuthProvider {
         issuer: this.config.issuer,
         audience: this.config.audience,
         clockTolerance: this.config.clock_tolerance,
+        ...(this.#clock ? { currentDate: new Date(this.#clock()) } : {}),
         ...(this.config.algorithms ? { algorithms: this.config.algorithms } : {}),
       });
       return payload;

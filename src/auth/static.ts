@@ -23,6 +23,7 @@ export const StaticConfigSchema = z.strictObject({
     .refine((keys) => Object.keys(keys).length > 0, { message: 'at least one key is required' }),
 });
 
+const agentKey = (tenant: string | null, user: string, agent: string) => `${tenant ?? ''}\0${user}\0${agent}`;
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
 interface Entry {
@@ -33,11 +34,16 @@ interface Entry {
 export class StaticKeyProvider implements AuthProvider {
   readonly name = 'static';
   readonly #entries: Entry[];
+  /** `<tenant>\0<user>\0<agent>` for every agent key listed for a user. */
+  readonly #agentsOfUsers = new Set<string>();
 
   constructor(config: unknown) {
     const { api_keys } = parseAuthConfig(StaticConfigSchema, config, 'static');
     this.#entries = Object.entries(api_keys).map(([key, k]) => {
       const userId = k.user_id ?? k.subject_id!;
+      if (k.subject_type === 'agent' && k.user_id !== undefined && k.subject_id !== undefined) {
+        this.#agentsOfUsers.add(agentKey(k.tenant_id, k.user_id, k.subject_id));
+      }
       return {
         digest: digest(key),
         result: Object.freeze({
@@ -54,6 +60,11 @@ export class StaticKeyProvider implements AuthProvider {
     // Every configured key is compared, with no early exit, so timing tells nothing about which matched.
     for (const e of this.#entries) if (timingSafeEqual(e.digest, d)) found = e.result; // constant time: fixed-length digests
     return found ?? UNAUTHENTICATED;
+  }
+
+  /** An agent is the user's when the config lists an agent key with that user_id (same tenant). */
+  ownsAgent(owner: AuthResult, agentId: string): boolean {
+    return owner.user_id !== null && this.#agentsOfUsers.has(agentKey(owner.tenant_id, owner.user_id, agentId));
   }
 
   async validateToken(token: string): Promise<boolean> {

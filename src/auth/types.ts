@@ -33,6 +33,12 @@ export interface AuthProvider {
   /** Never throws for a bad token: an unauthenticated result instead. */
   authenticate(token: string): Promise<AuthResult>;
   validateToken(token: string): Promise<boolean>;
+  /**
+   * Whether the agent `agentId` belongs to the user `owner` authenticated as, beyond the agents its
+   * credential lists in `metadata.agents`: in database and static modes, an agent key issued for
+   * the user (`user_id` the user, `subject_type` agent) makes that agent the user's own.
+   */
+  ownsAgent?(owner: AuthResult, agentId: string): boolean;
   /** Finish pending work (audit writes, key set refreshes); the provider is unusable afterwards. */
   close(): Promise<void>;
 }

@@ -13,12 +13,17 @@ const spec = {
   priority: z.number().int().default(0), readonly: z.boolean().default(false),
 };
 
+/** Credential-looking settings (tokens, secrets, passwords, keys) replaced by `"<redacted>"`. */
+function redactSecrets(config: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, /token|secret|password|credential|key/i.test(k) ? '<redacted>' : v]));
+}
+
 /**
  * With `perms`, changing mounts (add, remove, save, load, delete_saved) is admin only: a mount
  * puts a directory of the daemon's host (backend_config) into the tree, so write on the mount
  * point would let any user expose any host path it names — that is the daemon owner's decision,
  * not a file permission. Listing active mounts is open; list_saved_mounts keeps a non-admin in
- * its own tenant.
+ * its own tenant and hides credentials from it.
  */
 export function mountMethods(mounts: MountService, perms?: Permissions) {
   const admin = (ctx: Parameters<Permissions['applies']>[0], what: string) => perms?.requireAdmin(ctx, what);
@@ -58,7 +63,11 @@ export function mountMethods(mounts: MountService, perms?: Permissions) {
     defineMethod({
       name: 'list_saved_mounts', access: 'user', description: 'Saved mount configurations, filtered by owner and tenant.',
       params: z.strictObject({ owner_user_id: z.string().optional(), tenant_id: z.string().optional() }),
-      handler: (p, ctx) => mounts.listSaved(perms?.applies(ctx) ? { ...p, tenant_id: ctx.tenantId } : p),
+      handler: (p, ctx) => {
+        if (!perms?.applies(ctx)) return mounts.listSaved(p);
+        // A non-admin sees its tenant's configurations, without their credentials (tokens of a cloud drive).
+        return mounts.listSaved({ ...p, tenant_id: ctx.tenantId }).map((m) => ({ ...m, backend_config: redactSecrets(m.backend_config) }));
+      },
     }),
     defineMethod({
       name: 'load_mount', access: 'user', description: 'Activate a saved mount; returns the mount record.',

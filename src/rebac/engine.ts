@@ -153,14 +153,16 @@ export class Evaluation {
   readonly #subject: SubjectTuple;
   readonly #subjectSuffix: string;
   readonly #explain: boolean;
-  readonly #now = Date.now();
+  /** The time tuple expiry is judged against, fixed for the whole evaluation. */
+  readonly #now: number;
   readonly #nodes = new Map<string, Visited>();
   #depth = 0;
   #low = Infinity;
   /** `type SEP id` of the groups S is in; undefined until needed, null when not decidable bottom-up. */
   #groups: Set<string> | null | undefined;
 
-  constructor(tables: EngineTables, ns: NamespaceService, tenant: string, subject: SubjectTuple, explain = false) {
+  constructor(tables: EngineTables, ns: NamespaceService, tenant: string, subject: SubjectTuple, explain = false, now = Date.now()) {
+    this.#now = now;
     this.#tables = tables;
     this.#ns = ns;
     this.#tenant = tenant;
@@ -404,15 +406,16 @@ export class Expansion {
   readonly #tables: EngineTables;
   readonly #ns: NamespaceService;
   readonly #tenant: string;
-  readonly #now = Date.now();
+  readonly #now: number;
   readonly #memo = new Map<string, ReadonlySet<string>>();
   readonly #stack = new Map<string, number>();
   #low = Infinity;
 
-  constructor(tables: EngineTables, ns: NamespaceService, tenant: string) {
+  constructor(tables: EngineTables, ns: NamespaceService, tenant: string, now = Date.now()) {
     this.#tables = tables;
     this.#ns = ns;
     this.#tenant = tenant;
+    this.#now = now;
   }
 
   /** Subjects as `[type, id]`, sorted by type then id. */

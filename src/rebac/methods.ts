@@ -44,7 +44,8 @@ export function rebacMethods(rebac: RebacService, opts: RebacMethodOptions) {
       description: 'Create a relationship tuple and return its tuple_id; the same tuple again returns the same id (with the new expiry). '
         + 'Concrete relations only (`direct_owner`, `direct_editor`, `direct_viewer`, `parent`, `member`, or those of a custom namespace); '
         + 'computed ones (`owner`, `editor`, `viewer`) are -32005; legacy `member-of`, `owner-of`, `viewer-of`, `editor-of` are mapped. '
-        + 'A `parent` tuple that would close a loop is -32005. With enforcement on, a non-admin needs `share` on the object.',
+        + 'A `parent` tuple that would close a loop is -32005. With enforcement on, a non-admin needs `share` on the object '
+        + '(and, for a `parent` tuple, on the subject too: it puts the subject under the object\'s owners).',
       params: z.strictObject({
         subject: subjectOrUserset,
         relation: part.describe('A concrete relation'),
@@ -54,7 +55,11 @@ export function rebacMethods(rebac: RebacService, opts: RebacMethodOptions) {
       }),
       handler: async (p, ctx) => {
         const tenant = tenantOf(ctx, p.tenant_id);
-        if (restricted(ctx)) requireShare(rebac, ctx, p.object, tenant);
+        if (restricted(ctx)) {
+          requireShare(rebac, ctx, p.object, tenant);
+          // A `parent` tuple subordinates its subject to the object: its owner must agree too.
+          if (rebac.followedFromSubject(p.subject, p.relation)) requireShare(rebac, ctx, [p.subject[0], p.subject[1]], tenant);
+        }
         return rebac.create({ subject: p.subject, relation: p.relation, object: p.object, tenantId: tenant, expiresAt: p.expires_at });
       },
     }),

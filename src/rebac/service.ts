@@ -80,9 +80,12 @@ export class RebacService {
   readonly #tuples: Table<StoredTuple>;
   readonly #tenants: Table<TenantSummary>;
   readonly #t: EngineTables;
+  /** Milliseconds since the epoch; tuple expiry is judged against it (injected by tests). */
+  readonly #clock: () => number;
 
-  constructor(deps: { store: MetadataStore; namespaces: NamespaceService }) {
+  constructor(deps: { store: MetadataStore; namespaces: NamespaceService; clock?: (() => number) | undefined }) {
     this.#store = deps.store;
+    this.#clock = deps.clock ?? Date.now;
     this.#ns = deps.namespaces;
     this.#tuples = deps.store.table('rebac_tuples');
     this.#tenants = deps.store.table('rebac_tenants');
@@ -106,7 +109,7 @@ export class RebacService {
    */
   check(subject: SubjectTuple, permission: string, object: ObjectTuple, tenant: string = DEFAULT_TENANT): boolean {
     const [type, id] = this.#object(object);
-    return new Evaluation(this.#t, this.#ns, tenant, this.#subject(subject), false).check(mapLegacy(permission), type, id);
+    return new Evaluation(this.#t, this.#ns, tenant, this.#subject(subject), false, this.#clock()).check(mapLegacy(permission), type, id);
   }
 
   /**
@@ -134,7 +137,7 @@ export class RebacService {
    */
   pathFilter(ctx: OperationContext, permission: Permission): (path: string) => boolean {
     if (ctx.isAdmin) return () => true;
-    const ev = new Evaluation(this.#t, this.#ns, ctx.tenantId, [ctx.subjectType, ctx.subjectId], false);
+    const ev = new Evaluation(this.#t, this.#ns, ctx.tenantId, [ctx.subjectType, ctx.subjectId], false, this.#clock());
     return (path) => ev.check(permission, 'file', normalizePath(path));
   }
 
@@ -142,14 +145,14 @@ export class RebacService {
   checkName(subject: SubjectTuple, name: string, object: ObjectTuple, tenant: string = DEFAULT_TENANT): boolean {
     const [type, id] = this.#object(object);
     const n = this.#knownName(type, name);
-    return new Evaluation(this.#t, this.#ns, tenant, this.#subject(subject), false).check(n, type, id);
+    return new Evaluation(this.#t, this.#ns, tenant, this.#subject(subject), false, this.#clock()).check(n, type, id);
   }
 
   /** rebac_explain: whether it is granted and by which tuples (stored or implied). */
   explain(subject: SubjectTuple, name: string, object: ObjectTuple, tenant: string = DEFAULT_TENANT): Explanation {
     const [type, id] = this.#object(object);
     const n = this.#knownName(type, name);
-    const path = new Evaluation(this.#t, this.#ns, tenant, this.#subject(subject), true).explain(n, type, id);
+    const path = new Evaluation(this.#t, this.#ns, tenant, this.#subject(subject), true, this.#clock()).explain(n, type, id);
     return { allowed: path !== null, path: path ?? [] };
   }
 
@@ -157,7 +160,7 @@ export class RebacService {
   expand(name: string, object: ObjectTuple, tenant: string = DEFAULT_TENANT): { subjects: [string, string][] } {
     const [type, id] = this.#object(object);
     const n = this.#knownName(type, name);
-    return { subjects: new Expansion(this.#t, this.#ns, tenant).subjects(n, type, id) };
+    return { subjects: new Expansion(this.#t, this.#ns, tenant, this.#clock()).subjects(n, type, id) };
   }
 
   // ---------------------------------------------------------------- tuples
@@ -171,7 +174,7 @@ export class RebacService {
     const userset = sr ?? '';
     if (userset) this.#userset(st, userset);
     const expires = input.expiresAt ? input.expiresAt.getTime() : NEVER;
-    const now = Date.now();
+    const now = this.#clock();
     if (expires !== NEVER && expires <= now) {
       throw new ValidationError(`expires_at is in the past: ${input.expiresAt!.toISOString()}`, { expires_at: input.expiresAt });
     }
@@ -198,14 +201,14 @@ export class RebacService {
       const tuple = this.#tuples.get(tupleId);
       if (!tuple || tuple.tenant !== tenant) return false;
       this.#unindex(tuple);
-      return live(tuple.expires, Date.now());
+      return live(tuple.expires, this.#clock());
     });
   }
 
   /** A tuple of this tenant by id (expired ones excluded), or undefined. */
   get(tupleId: string, tenant: string = DEFAULT_TENANT): TupleRecord | undefined {
     const tuple = this.#tuples.get(tupleId);
-    return tuple && tuple.tenant === tenant && live(tuple.expires, Date.now()) ? toRecord(tuple) : undefined;
+    return tuple && tuple.tenant === tenant && live(tuple.expires, this.#clock()) ? toRecord(tuple) : undefined;
   }
 
   /** rebac_list_tuples: the tenant's live tuples matching every given filter, oldest first. */
@@ -229,7 +232,7 @@ export class RebacService {
       if (tooLong(tenant)) return [];
       for (const { value } of this.#t.subjects.range({ start: tenant + SEP, end: tenant + END })) ids.add(value[0]);
     }
-    const now = Date.now();
+    const now = this.#clock();
     const out: StoredTuple[] = [];
     for (const id of ids) {
       const t = this.#tuples.get(id);
@@ -271,7 +274,7 @@ export class RebacService {
         }
       }
       if (moved.size === 0) return;
-      const now = Date.now();
+      const now = this.#clock();
       const rewrite = (type: string, id: string) => (type === 'file' && (id === src || id.startsWith(src === '/' ? '/' : src + '/'))
         ? dst + id.slice(src.length) : id);
       // Decide everything before the first write.
@@ -349,6 +352,17 @@ export class RebacService {
     return n;
   }
 
+  /**
+   * Whether a tuple `(subject, relation, …)` hands the subject over to the object's holders: the
+   * subject's type follows `relation` in a tupleToUserset (as `file` follows `parent`: owners of
+   * `/a` own `/x` once `(/x, parent, /a)` exists). Creating such a tuple needs `share` on the
+   * subject as well as on the object, or the owner of any directory could adopt anyone's.
+   */
+  followedFromSubject(subject: SubjectTuple, relation: string): boolean {
+    if (subject.length === 3) return false;
+    return this.#isTupleset(canonicalType(subject[0]), mapLegacy(relation));
+  }
+
   /** Whether tuples with relation `r` on `type` are followed by a tupleToUserset (like `parent`). */
   #isTupleset(type: string, r: string): boolean {
     const ns = this.#ns.compiled(type);
@@ -368,7 +382,7 @@ export class RebacService {
     const target = t.st + SEP + t.si;
     const seen = new Set<string>();
     const queue: [string, string][] = [[t.ot, t.oi]];
-    const now = Date.now();
+    const now = this.#clock();
     while (queue.length > 0) {
       const [type, id] = queue.pop()!;
       const k = type + SEP + id;

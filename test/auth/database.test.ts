@@ -94,6 +94,14 @@ t.test('database mode', async (t) => {
     const bot = await as(ALICE, 'agent:alice-bot');
     t.equal(bot.status, 200, 'an agent listed in the key metadata');
     t.same(bot.body, { authenticated: true, subject_type: 'agent', subject_id: 'alice-bot', tenant_id: 'default', is_admin: false });
+    // An agent key issued to alice makes that agent hers too; a revoked one no longer does.
+    t.same((await as(ALICE, 'agent:helper')).body,
+      { authenticated: true, subject_type: 'agent', subject_id: 'helper', tenant_id: 'default', is_admin: false }, 'her agent key\'s agent');
+    t.equal((await as(bearer(bob.api_key), 'agent:helper')).status, 403, 'not bob\'s');
+    const gone = await d.call('admin_create_key', { user_id: 'alice', name: 'old agent', subject_type: 'agent', subject_id: 'old-bot' }, ADMIN);
+    t.equal((await as(ALICE, 'agent:old-bot')).status, 200, 'while its key is live');
+    await d.call('admin_revoke_key', { key_id: gone.key_id }, ADMIN);
+    t.equal((await as(ALICE, 'agent:old-bot')).status, 403, 'not once its key is revoked');
     for (const [label, headers, subject] of [
       ['another user', ALICE, 'user:bob'],
       ['an admin', ALICE, 'user:root'],
@@ -108,6 +116,10 @@ t.test('database mode', async (t) => {
       t.equal(a.error?.code, -32004, `${label}: -32004`);
     }
     t.equal((await d.rpc('exists', { path: '/a.txt' }, { ...ALICE, 'X-Svc-Subject': 'nonsense' })).error?.code, -32004, 'malformed subject');
+    t.equal((await d.rpc('exists', { path: '/a.txt' }, { 'X-Svc-Subject': 'nonsense' })).error?.code, -32003,
+      'no key and a malformed subject: authentication fails first');
+    t.equal((await d.rpc('exists', { path: '/a.txt' }, { 'X-Svc-Subject': 'user:root' })).error?.code, -32003, 'a subject alone is no credential');
+    t.equal((await d.whoami({ 'X-Svc-Subject': 'user:root', 'X-Svc-Tenant-ID': 'beta' })).status, 401);
     t.same(await d.call('exists', { path: '/spoof.txt' }, ADMIN), { exists: false });
   });
 

@@ -47,15 +47,29 @@ export function tempDir(t: { teardown(fn: () => unknown): void }, tag = 'svc-aut
   return dir;
 }
 
+/**
+ * A clock for a daemon under test: real time plus an offset that {@link TestClock.advance} moves,
+ * so that expiry is tested by moving time forward rather than by sleeping.
+ */
+export class TestClock {
+  #offset = 0;
+  readonly now = (): number => Date.now() + this.#offset;
+  advance(ms: number): void {
+    this.#offset += ms;
+  }
+}
+
 /** Start a daemon with these config flags (no environment); stopped at teardown. */
 export async function startAuthDaemon(
   t: { teardown(fn: () => unknown): void },
   flags: ConfigInput,
   dir?: string,
+  opts: { clock?: TestClock } = {},
 ): Promise<AuthDaemon> {
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), 'svc-auth-'));
   const config = loadConfig({ host: '127.0.0.1', port: 0, dataDir, logLevel: 'silent', ...flags }, {});
-  let daemon = new Daemon(config);
+  const daemonOpts = opts.clock ? { clock: opts.clock.now } : {};
+  let daemon = new Daemon(config, undefined, daemonOpts);
   let port: number;
   try {
     port = (await daemon.start()).port;
@@ -88,7 +102,7 @@ export async function startAuthDaemon(
     },
     async restart() {
       await daemon.stop();
-      daemon = new Daemon(config);
+      daemon = new Daemon(config, undefined, daemonOpts);
       port = (await daemon.start()).port;
     },
     stop: () => daemon.stop(),

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
 import Provider from 'oidc-provider';
 
-/** Resource indicators the IdP knows: the svc audience, another audience, and a 1-second token. */
+/** Resource indicators the IdP knows: the svc audience, another audience, and a 60-second token. */
 export const RESOURCE = { svc: 'https://svc.test/api', other: 'https://other.test/api', short: 'https://svc.test/short' } as const;
 export const AUDIENCE = 'svc-api';
 
@@ -56,7 +56,7 @@ export async function startIdp(opts: { issuer?: string; kid?: string } = {}): Pr
           return {
             scope: 'api',
             audience: resource === RESOURCE.other ? 'other-api' : AUDIENCE,
-            accessTokenTTL: resource === RESOURCE.short ? 1 : 300,
+            accessTokenTTL: resource === RESOURCE.short ? 60 : 300,
             accessTokenFormat: 'jwt',
             jwt: { sign: { alg: 'RS256' } },
           };

@@ -5,7 +5,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import bcrypt from 'bcryptjs';
-import { bearer, runSvc, startAuthDaemon, tempDir } from './harness.js';
+import { TestClock, bearer, runSvc, startAuthDaemon, tempDir } from './harness.js';
 
 const login = (d: { raw(p: string, i?: RequestInit): Promise<Response> }, body: unknown) =>
   d.raw('/api/auth/login', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -52,6 +52,9 @@ t.test('svc admin create-user writes bcrypt hashes; login issues tokens', async 
     t.equal(res.status, 200);
     const body = await res.json();
     t.match(body, { access_token: /^[\w-]+\.[\w-]+\.[\w-]+$/, token_type: 'Bearer', expires_in: 3600 });
+    const claims = JSON.parse(Buffer.from(body.access_token.split('.')[1], 'base64url').toString());
+    t.equal(claims.exp - claims.iat, 3600, 'the token itself expires one hour after issue (the default)');
+    t.match(claims, { sub: 'alice', subject_type: 'user', subject_id: 'alice', is_admin: false });
     t.same((await d.whoami(bearer(body.access_token))).body,
       { authenticated: true, subject_type: 'user', subject_id: 'alice', tenant_id: 'default', is_admin: false });
     t.same(await d.call('exists', { path: '/nothing' }, bearer(body.access_token)), { exists: false });
@@ -87,14 +90,21 @@ t.test('svc admin create-user writes bcrypt hashes; login issues tokens', async 
 
 t.test('tokens expire (token_expiry seconds)', async (t) => {
   const hash = bcrypt.hashSync('pw-1234', 4);
+  const clock = new TestClock();
   const d = await startAuthDaemon(t, {
-    authType: 'local', authConfig: { jwt_secret: 's'.repeat(32), token_expiry: 3, users: { eve: { password_hash: hash } } },
-  });
+    authType: 'local', authConfig: { jwt_secret: 's'.repeat(32), token_expiry: 600, users: {
+      eve: { password_hash: hash }, sess: { password_hash: hash, subject_type: 'session', subject_id: 's-42', tenant_id: 'acme' },
+    } },
+  }, undefined, { clock });
   const body = await (await login(d, { username: 'eve', password: 'pw-1234' })).json();
-  t.equal(body.expires_in, 3);
-  // 3 s of validity leaves room for a loaded CI machine between the login and the first check.
+  t.equal(body.expires_in, 600);
   t.equal((await d.whoami(bearer(body.access_token))).status, 200, 'fresh');
-  await new Promise((r) => setTimeout(r, 4100));
+  const session = await (await login(d, { username: 'sess', password: 'pw-1234' })).json();
+  t.same((await d.whoami(bearer(session.access_token))).body,
+    { authenticated: true, subject_type: 'session', subject_id: 's-42', tenant_id: 'acme', is_admin: false }, 'a session subject');
+  clock.advance(590_000);
+  t.equal((await d.whoami(bearer(body.access_token))).status, 200, 'still valid a little before token_expiry');
+  clock.advance(12_000); // the daemon's clock: no sleeping
   t.equal((await d.whoami(bearer(body.access_token))).status, 401, 'expired');
   t.equal((await d.rpc('exists', { path: '/x' }, bearer(body.access_token))).error?.code, -32003);
 });

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bearer, startAuthDaemon, tempDir } from './harness.js';
+import { TestClock, bearer, startAuthDaemon, tempDir } from './harness.js';
 import { AUDIENCE, RESOURCE, startIdp } from './idp.js';
 
 t.test('oidc and multi-oidc against real providers', async (t) => {
@@ -18,9 +18,10 @@ t.test('oidc and multi-oidc against real providers', async (t) => {
   });
 
   // Discovery: no jwks_uri, so the daemon reads <issuer>/.well-known/openid-configuration.
+  const clock = new TestClock();
   const d = await startAuthDaemon(t, {
     authType: 'oidc', authConfig: { issuer: main.issuer, audience: AUDIENCE, admin_emails: ['ops@example.com'] },
-  });
+  }, undefined, { clock });
 
   t.test('a token from the provider authenticates; claims map to user, tenant and admin', async (t) => {
     const ops = await main.token('ops');
@@ -44,7 +45,8 @@ t.test('oidc and multi-oidc against real providers', async (t) => {
       ['alg none', `${Buffer.from('{"alg":"none"}').toString('base64url')}.${p}.`],
       ['not a JWT', 'sk-not-a-jwt'],
     ];
-    await new Promise((r) => setTimeout(r, 2100));
+    // The daemon's clock moves past the short token's 60 s lifetime (but not the others' 300 s): no sleeping.
+    clock.advance(90_000);
     cells.push(['expired', short]);
     for (const [label, token] of cells) {
       const a = await d.rpc('exists', { path: '/x' }, bearer(token));

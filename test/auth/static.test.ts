@@ -7,6 +7,7 @@ import { bearer, startAuthDaemon, tempDir } from './harness.js';
 const ALICE = 'sk-static-alice-0123456789abcdef';
 const ROOT = 'sk-static-root-0123456789abcdef0';
 const BOT = 'sk-static-bot-0123456789abcdef01';
+const HELPER = 'sk-static-helper-0123456789abcde';
 
 t.test('static keys from a YAML config file', async (t) => {
   const dir = tempDir(t);
@@ -24,6 +25,11 @@ t.test('static keys from a YAML config file', async (t) => {
     `  ${BOT}:`,
     '    subject_type: agent',
     '    subject_id: bot-7',
+    `  ${HELPER}:`,
+    '    user_id: alice',
+    '    tenant_id: acme',
+    '    subject_type: agent',
+    '    subject_id: alice-helper',
     '',
   ].join('\n'));
   const d = await startAuthDaemon(t, { authType: 'static', authConfig: file });
@@ -48,6 +54,11 @@ t.test('static keys from a YAML config file', async (t) => {
 
   t.test('identity headers: own agents only; admins anywhere', async (t) => {
     t.equal((await d.whoami({ ...bearer(ALICE), 'X-Svc-Subject': 'agent:alice-bot' })).body.subject_id, 'alice-bot');
+    t.same((await d.whoami({ ...bearer(ALICE), 'X-Svc-Subject': 'agent:alice-helper' })).body,
+      { authenticated: true, subject_type: 'agent', subject_id: 'alice-helper', tenant_id: 'acme', is_admin: false },
+      'an agent whose key the config issues to alice is hers');
+    t.equal((await d.whoami({ ...bearer(ALICE), 'X-Svc-Subject': 'agent:bot-7' })).status, 403, 'an agent of nobody in particular is not');
+    t.equal((await d.whoami({ ...bearer(HELPER), 'X-Svc-Subject': 'user:alice' })).status, 403, 'the agent may not act as its user');
     t.equal((await d.rpc('exists', { path: '/x' }, { ...bearer(ALICE), 'X-Svc-Subject': 'user:root' })).error?.code, -32004);
     t.equal((await d.rpc('exists', { path: '/x' }, { ...bearer(ALICE), 'X-Svc-Tenant-ID': 'default' })).error?.code, -32004);
     t.equal((await d.whoami({ ...bearer(ROOT), 'X-Svc-Tenant-ID': 'acme' })).body.tenant_id, 'acme');

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bearer, startAuthDaemon, tempDir, type AuthDaemon } from '../auth/harness.js';
+import { TestClock, bearer, startAuthDaemon, tempDir, type AuthDaemon } from '../auth/harness.js';
 
 const KEYS = {
   alice: 'sk-enf-alice-0123456789abcdef0001',
@@ -53,7 +53,8 @@ async function provision(d: AuthDaemon, users: string[], tenant = 'default'): Pr
 }
 
 t.test('enforcement on (the default with auth)', async (t) => {
-  const d = await startAuthDaemon(t, { authType: 'static', authConfig: authFile(t) });
+  const clock = new TestClock();
+  const d = await startAuthDaemon(t, { authType: 'static', authConfig: authFile(t) }, undefined, { clock });
   await provision(d, ['alice', 'bob', 'carol', 'dave']);
   await provision(d, ['eve'], 'acme');
   await d.call('write', { path: '/home/bob/secret.txt', content: bytes('bob secret\n') }, B);
@@ -85,6 +86,10 @@ t.test('enforcement on (the default with auth)', async (t) => {
     t.equal(await code(d, 'stat', { path: f }, A), -32004, 'stat');
     t.equal(await code(d, 'set_attributes', { path: f, mode: 0o777 }, A), -32004, 'set_attributes');
     t.equal(await code(d, 'mkdir', { path: '/top' }, A), -32004, 'mkdir at the root (nobody granted /)');
+    t.equal(await code(d, 'rebac_create', { subject: ['user', 'alice'], relation: 'direct_viewer', object: ['file', '/home/bob'] }, A), -32004,
+      'granting herself B\'s directory');
+    t.equal(await code(d, 'rebac_create', { subject: ['file', '/home/bob'], relation: 'parent', object: ['file', '/home/alice'] }, A), -32004,
+      'adopting B\'s directory under her own (a parent tuple)');
     t.same(await d.call('exists', { path: f }, A), { exists: false }, 'exists: false, not an error');
     t.same(await d.call('exists', { path: '/home/bob' }, A), { exists: false });
     // Nothing changed.
@@ -167,10 +172,10 @@ t.test('enforcement on (the default with auth)', async (t) => {
 
   t.test('an expired tuple grants nothing', async (t) => {
     await d.call('write', { path: '/tmp-share/f.txt', content: bytes('soon gone') }, ROOT);
-    const expires = new Date(Date.now() + 1500).toISOString();
+    const expires = new Date(clock.now() + 60_000).toISOString();
     await d.call('rebac_create', { subject: ['user', 'dave'], relation: 'direct_viewer', object: ['file', '/tmp-share'], expires_at: expires }, ROOT);
     t.equal(await code(d, 'read', { path: '/tmp-share/f.txt' }, DAVE), undefined, 'granted before expiry');
-    await new Promise((r) => setTimeout(r, 1700));
+    clock.advance(60_001); // the daemon's clock: no sleeping
     t.equal(await code(d, 'read', { path: '/tmp-share/f.txt' }, DAVE), -32004, 'refused after expiry');
     t.same(await d.call('exists', { path: '/tmp-share/f.txt' }, DAVE), { exists: false });
   });
@@ -242,6 +247,14 @@ t.test('enforcement on (the default with auth)', async (t) => {
     t.equal(await code(d, 'load_mount', { mount_point: '/home/alice/mnt' }, A), -32004);
     t.equal(await code(d, 'remove_mount', { mount_point: '/home/alice/mnt' }, A), -32004);
     t.equal(await code(d, 'delete_saved_mount', { mount_point: '/home/alice/mnt' }, A), -32004);
+    // A saved configuration's credentials are for admins only.
+    await d.call('save_mount', {
+      mount_point: '/drive', backend_type: 'cloud_drive', backend_config: { access_token: 'at-secret-1', refresh_token: 'rt-secret-2' }, tenant_id: 'default',
+    }, ROOT);
+    const seen = JSON.stringify(await d.call('list_saved_mounts', {}, A));
+    t.ok(seen.includes('/drive') && seen.includes('<redacted>'), 'listed for the user, credentials redacted');
+    t.notOk(seen.includes('at-secret-1') || seen.includes('rt-secret-2'), 'no token reaches a non-admin');
+    t.ok(JSON.stringify(await d.call('list_saved_mounts', {}, ROOT)).includes('at-secret-1'), 'the admin sees them');
   });
 });
 

@@ -23,7 +23,8 @@ export interface RebacFixture {
   reopen(): Promise<void>;
 }
 
-export function open(t: Test, opts: { enforcePermissions?: boolean } = {}): RebacFixture {
+/** `clock` (ms since the epoch) replaces Date.now for tuple expiry: tests move it instead of sleeping. */
+export function open(t: Test, opts: { enforcePermissions?: boolean; clock?: () => number } = {}): RebacFixture {
   const dir = mkdtempSync(join(tmpdir(), 'svc-rebac-'));
   const log = pino({ level: 'silent' });
   let s = buildServices(dir, log, opts);
@@ -60,3 +61,9 @@ export function user(id: string, opts: { tenant?: string; admin?: boolean; type?
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Real time plus an offset that `advance` moves (pass `now` as the fixture's clock). */
+export function testClock(): { now: () => number; advance: (ms: number) => void } {
+  let offset = 0;
+  return { now: () => Date.now() + offset, advance: (ms) => { offset += ms; } };
+}

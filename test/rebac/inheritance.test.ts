@@ -3,7 +3,7 @@
  * tuples and their cycle check, tuples following renames, and expiry.
  */
 import t from 'tap';
-import { open, sleep } from './fixture.js';
+import { open, testClock } from './fixture.js';
 
 const alice = ['user', 'alice'] as const;
 const bob = ['user', 'bob'] as const;
@@ -111,16 +111,17 @@ t.test('renames move tuples in every tenant', async (t) => {
 });
 
 t.test('an expired tuple grants nothing and is not listed', async (t) => {
-  const { s, call } = open(t);
-  const expires_at = new Date(Date.now() + 150).toISOString();
+  const clock = testClock();
+  const { s, call } = open(t, { clock: clock.now });
+  const expires_at = new Date(clock.now() + 60_000).toISOString();
   const id = await call('rebac_create', { subject: alice, relation: 'direct_owner', object: ['file', '/tmp'], expires_at }) as string;
-  await s.rebac.create({ subject: alice, relation: 'member', object: ['group', 'g'], expiresAt: new Date(Date.now() + 150) });
+  await s.rebac.create({ subject: alice, relation: 'member', object: ['group', 'g'], expiresAt: new Date(clock.now() + 60_000) });
   await s.rebac.create({ subject: ['group', 'g', 'member'], relation: 'direct_viewer', object: ['file', '/gdoc'] });
   t.equal(s.rebac.check(alice, 'write', ['file', '/tmp/x']), true);
   t.equal(s.rebac.check(alice, 'read', ['file', '/gdoc']), true);
   t.same((await call('rebac_list_tuples', {}) as unknown[]).length, 3);
   t.match(s.rebac.get(id), { expires_at: new Date(expires_at) });
-  await sleep(200);
+  clock.advance(60_001);
   t.equal(s.rebac.check(alice, 'write', ['file', '/tmp/x']), false, 'expired direct grant');
   t.equal(s.rebac.check(alice, 'read', ['file', '/gdoc']), false, 'expired membership');
   t.same(await call('rebac_explain', { subject: alice, permission: 'read', object: ['file', '/gdoc'] }), { allowed: false, path: [] });

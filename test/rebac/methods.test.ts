@@ -130,6 +130,18 @@ t.test('with enforcement on, a non-admin needs share on the object to create or 
   await t.rejects(call('rebac_check', { subject: ['user', 'dave'], permission: 'read', object: ['file', '/x'], tenant_id: 'other' }, carol), { code: -32004 });
   t.equal(await call('rebac_check', { subject: ['user', 'dave'], permission: 'read', object: ['file', '/carol/shared/f'] }, carol), true);
   t.equal(await call('rebac_delete', { tuple_id: grant }, carol), true);
+  // A parent tuple puts its subject under the object's owners: the subject's owner must agree too.
+  await call('rebac_create', { subject: ['user', 'dave'], relation: 'direct_owner', object: ['file', '/dave'] }, admin);
+  await t.rejects(call('rebac_create', { subject: ['file', '/dave'], relation: 'parent', object: ['file', '/carol'] }, carol),
+    { code: -32004, message: /needs share on file:\/dave/ }, 'carol may not adopt dave\'s directory into hers');
+  t.equal(await call('rebac_check', { subject: ['user', 'carol'], permission: 'read', object: ['file', '/dave/f'] }, carol), false, 'no escalation');
+  await t.rejects(call('rebac_create', { subject: ['file', '/dave'], relation: 'parent-of-nothing', object: ['file', '/carol'] }, carol), { code: -32005 });
+  await t.rejects(call('rebac_create', { subject: ['file', '/dave'], relation: 'parent', object: ['file', '/carol'] }, dave),
+    { code: -32004, message: /needs share on file:\/carol/ }, 'nor dave put his under hers without her');
+  await call('rebac_create', { subject: ['user', 'carol'], relation: 'direct_owner', object: ['file', '/carol2'] }, admin);
+  t.type(await call('rebac_create', { subject: ['file', '/carol2'], relation: 'parent', object: ['file', '/carol'] }, carol), 'string',
+    'an owner of both links them');
+  t.equal(await call('rebac_check', { subject: ['user', 'dave'], permission: 'read', object: ['file', '/dave/f'] }, dave), true);
   t.type(await call('rebac_create', { subject: ['user', 'x'], relation: 'direct_owner', object: ['file', '/y'], tenant_id: 'other' }, admin), 'string',
     'an admin may act anywhere');
   // without enforcement, or without authentication, the graph is open
