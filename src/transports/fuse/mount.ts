@@ -72,6 +72,7 @@ export class FuseMount {
       await forceUnmount(this.dir);
     }
     await mkdir(this.dir, { recursive: true });
+    await mkdir(this.#opts.backend.spoolDir, { recursive: true, mode: 0o700 });
     const fs = new FuseFileSystem({
       backend: this.#opts.backend, log, uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0,
     });
