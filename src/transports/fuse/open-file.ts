@@ -8,7 +8,7 @@
  * they cover; committing hands the backend one lazily read piece per chunk, reusing the hashes of
  * chunks it did not change, and makes ONE new version however many write calls came before.
  *
- * Large files stream: at most {@link RESIDENT_DIRTY_CHUNKS} dirty chunks stay in memory (the most
+ * Large files stream: at most {@link RESIDENT_DIRTY_CHUNKS} dirty chunks (16 MiB) stay in memory (the most
  * recently written); older ones go to a spool file (created in the backend's spool directory and
  * unlinked at once, so a crash leaves nothing behind) and are read back one at a time.
  *
@@ -25,7 +25,7 @@ import type { CommitPiece, CommitResult, StoredContent } from './backend.js';
 
 const CS = CHUNK_SIZE;
 /** Dirty chunks an open file keeps in memory; the rest wait in its spool file. */
-export const RESIDENT_DIRTY_CHUNKS = 8;
+export const RESIDENT_DIRTY_CHUNKS = 16;
 
 /** Stores a commit (the backend's commit, bound to a path by the caller). */
 export type Committer = (
