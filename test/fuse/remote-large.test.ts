@@ -3,11 +3,12 @@
  * Files larger than one request through a remote mount: the mount commits them as an upload
  * (upload_begin / upload_part per chunk / upload_commit), so a daemon with a 4 MiB --max-body
  * takes a 12 MiB file written with cp, as one version, and the mount reads it back chunk by chunk.
- * The upload methods themselves are also checked over plain RPC (missing parts, abort, unknown id).
+ * The upload methods themselves are also checked over plain RPC (missing parts, abort, unknown id),
+ * and the in-process mount streams a 40 MiB file through its spool under random writes.
  */
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fuseSkipReason, shOk, startMountedDaemon, startRemoteMount, tempDir } from './harness.js';
 
@@ -74,4 +75,42 @@ t.test('upload methods over RPC', { skip }, async (t) => {
   const fourth = (await d.rpc('upload_begin', { path: '/up/f4' })).upload_id;
   await t.rejects(d.rpc('upload_part', { upload_id: fourth, index: 0, content: bytes(Buffer.alloc(MiB + 1)) }), { code: -32602 }, 'a part over one chunk');
   await t.rejects(d.rpc('upload_begin', { path: '/up' }), { code: -32005, data: { errno: 'EISDIR' } }, 'a directory cannot be uploaded to');
+});
+
+/** Random writes, truncations and reads through one open handle, on `path`; prints a digest of what was read. */
+const PATCHER = `
+import os, random, sys, hashlib
+path, seed = sys.argv[1], int(sys.argv[2])
+r = random.Random(seed)
+MiB = 1 << 20
+h = hashlib.sha256()
+with open(path, 'r+b', buffering=0) as f:  # unbuffered: fstat sees every write
+    for step in range(400):
+        op = r.random()
+        size = os.fstat(f.fileno()).st_size
+        if op < 0.6:
+            off = r.randrange(0, 48 * MiB)
+            f.seek(off); f.write(r.randbytes(r.choice([1, 4096, 100000, MiB + 7])))
+        elif op < 0.7:
+            f.truncate(r.randrange(0, 48 * MiB))
+        else:
+            f.seek(r.randrange(0, max(1, size))); h.update(f.read(r.choice([10, 65536, 2 * MiB])))
+    f.flush()
+print(h.hexdigest())
+`;
+
+t.test('the in-process mount streams a large file through its spool, random writes included', { skip }, async (t) => {
+  const d = await startMountedDaemon(t);
+  const plain = tempDir();
+  const script = join(plain, 'patch.py');
+  writeFileSync(script, PATCHER);
+  await shOk(`head -c ${40 * MiB} /dev/urandom > '${plain}/big' && cp '${plain}/big' '${d.mnt}/big'`, { timeoutMs: 120_000 });
+  for (const seed of [1, 2]) {
+    const a = await shOk(`python3 '${script}' '${plain}/big' ${seed}`, { timeoutMs: 120_000 });
+    const b = await shOk(`python3 '${script}' '${d.mnt}/big' ${seed}`, { timeoutMs: 120_000 });
+    t.equal(b, a, `seed ${seed}: every read through the open handle saw the same bytes`);
+    await shOk(`cmp '${plain}/big' '${d.mnt}/big'`, { timeoutMs: 120_000 });
+  }
+  t.equal((await d.rpc('get_metadata', { path: '/big' })).version, 3, 'one version per close');
+  t.same(readdirSync(join(d.dataDir, 'spool')), [], 'spool files leave no name behind');
 });
