@@ -13,6 +13,7 @@ import { LmdbStore } from './store/lmdb/index.js';
 import { FsService } from './fs/service.js';
 import { fsMethods } from './fs/methods.js';
 import { posixMethods } from './fs/posix.js';
+import { Uploads } from './fs/uploads.js';
 import { WorkspaceService } from './workspaces/service.js';
 import { workspaceMethods } from './workspaces/methods.js';
 import { MountService } from './mounts/service.js';
@@ -77,7 +78,8 @@ export function buildServices(dataDir: string, log: Logger, opts: BuildOptions =
   const enforce = { enforce: opts.enforcePermissions ?? true };
   // No-op for unauthenticated callers (no auth configured) and admins; see auth/permissions.
   const permissions = new Permissions(rebac, enforce);
-  const methods = buildTable(fsMethods(fs, permissions), posixMethods(fs, permissions),
+  const uploads = new Uploads({ spoolDir: join(dataDir, 'spool') });
+  const methods = buildTable(fsMethods(fs, permissions), posixMethods(fs, permissions, uploads),
     workspaceMethods(workspaces, permissions, (p) => fs.exists(p)), mountMethods(mounts, permissions), adminMethods(admin),
     rebacMethods(rebac, enforce), namespaceMethods(namespaces, enforce));
   return { store, events, fs, workspaces, mounts, keys, admin, namespaces, rebac, permissions, methods };

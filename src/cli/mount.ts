@@ -1,8 +1,9 @@
 /**
  * @module cli/mount
  * `svc mount DIR --remote-url URL [--api-key KEY]`: mount a (possibly shared) daemon's file tree
- * through the RPC client and serve it until SIGINT/SIGTERM; `svc unmount DIR` detaches any svc mount,
- * including one served by `svc serve --mount` and a stale one left by a crash.
+ * through the RPC client and serve it until SIGINT/SIGTERM or until it is unmounted from outside
+ * (then it exits 0); `svc unmount DIR` detaches any svc mount, including one served by
+ * `svc serve --mount` and a stale one left by a crash.
  */
 import type { Argv } from 'yargs';
 import { resolve } from 'node:path';
@@ -30,7 +31,14 @@ export function mountCommand(cli: Argv): Argv {
         const { RemoteBackend } = await import('../transports/fuse/remote.js');
         const { FuseMount } = await import('../transports/fuse/mount.js');
         const backend = new RemoteBackend({ url: settings.url, apiKey: settings.apiKey, log: log.child({ component: 'remote' }) });
-        const mount = new FuseMount({ dir, backend, log: log.child({ component: 'fuse' }), debug: args['debug-fuse'] });
+        const mount = new FuseMount({
+          dir, backend, log: log.child({ component: 'fuse' }), debug: args['debug-fuse'],
+          // `svc unmount DIR` (or fusermount -u) from outside: nothing left to serve.
+          onDetached: () => {
+            log.flush?.();
+            process.exit(0);
+          },
+        });
         try {
           await backend.connect();
           await mount.start();

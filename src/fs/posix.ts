@@ -2,16 +2,20 @@
  * @module fs/posix
  * Methods a POSIX client of the file tree needs beyond the spec's: attributes (mode, owner, times,
  * symbolic links), directory entries with those attributes, byte ranges of a file or version, and
- * creating a symbolic link. `svc mount --remote-url` uses them to mount a daemon over RPC; any
- * client may.
+ * creating a symbolic link, and uploads in chunk-sized parts committed as one version (a file of
+ * any size, never held whole in memory). `svc mount --remote-url` uses them to mount a daemon over
+ * RPC; any client may.
  */
 import { z } from 'zod';
 import { defineMethod, type ApiOf } from '../core/method.js';
-import { datetimeParam } from '../core/wire.js';
+import { bytesParam, datetimeParam } from '../core/wire.js';
 import { normalizeFilePath, normalizePath } from '../core/paths.js';
 import type { EntryRecord } from './records.js';
 import { CHUNK_SIZE, type FsService } from './service.js';
 import { outermostMissing, type Permissions } from '../auth/permissions.js';
+import type { OperationContext } from '../core/context.js';
+import { ValidationError } from '../core/errors.js';
+import type { Uploads } from './uploads.js';
 
 /** One entry with its POSIX attributes (mode, uid and gid are null when never set). */
 export interface PosixEntry {
@@ -55,8 +59,62 @@ const uint32 = z.number().int().min(0).max(0xffffffff);
  * stat and read_range need read, readdir shows only what the caller may see, set_attributes
  * needs write, symlink is a create (write on the parent; the creator owns it).
  */
-export function posixMethods(fs: FsService, perms?: Permissions) {
+export function posixMethods(fs: FsService, perms?: Permissions, uploads?: Uploads) {
   const below = (dir: string) => fs.list(dir, { recursive: true }).map((e) => e.path);
+  /** The checks of `write` (read-only mounts, write on the file or its parent); the path a create makes. */
+  const writable = (ctx: OperationContext, p: string): string | undefined => {
+    fs.checkChange('write', p);
+    const created = perms?.enforcing ? outermostMissing(p, (q) => fs.exists(q)) : undefined;
+    perms?.requireCreate(ctx, p, created === undefined);
+    return created;
+  };
+  const uploadMethods = uploads === undefined ? [] : [
+    defineMethod({
+      name: 'upload_begin', access: 'user',
+      description: 'Start writing a file in parts (upload_part, then upload_commit: one new version). Checked as write is.',
+      params: z.strictObject({ path: z.string() }),
+      handler: ({ path }, ctx) => {
+        const p = normalizeFilePath(path);
+        writable(ctx, p);
+        // Refused now rather than after every part has been sent.
+        if (fs.isDirectory(p)) throw new ValidationError(`Is a directory: ${p}`, { path: p, errno: 'EISDIR' });
+        return { upload_id: uploads.begin(p, ctx) };
+      },
+    }),
+    defineMethod({
+      name: 'upload_part', access: 'user',
+      description: `Part \`index\` of an upload: bytes [index * ${CHUNK_SIZE}, ...), at most ${CHUNK_SIZE} of them; every part but the last is full.`,
+      params: z.strictObject({ upload_id: z.string(), index: z.number().int().min(0), content: bytesParam }),
+      handler: ({ upload_id, index, content }, ctx) => uploads.part(upload_id, ctx, index, content),
+    }),
+    defineMethod({
+      name: 'upload_commit', access: 'user',
+      description: 'Store the parts of an upload as the file\'s next version (size must match them), with optional mode, owner and modification time.',
+      params: z.strictObject({
+        upload_id: z.string(), size: z.number().int().min(0), if_match: z.string().optional(),
+        mode: z.number().int().min(0).max(0o7777).optional(), uid: uint32.optional(), gid: uint32.optional(),
+        modified_at: datetimeParam.optional(),
+      }),
+      handler: async ({ upload_id, size, if_match, mode, uid, gid, modified_at }, ctx) => {
+        const created = writable(ctx, uploads.path(upload_id, ctx));
+        return uploads.finish(upload_id, ctx, size, async (p, pieces) => {
+          const result = await fs.writeChunks(p, pieces, {
+            ifMatch: if_match, attributes: { mode, uid, gid }, modified: modified_at?.getTime(),
+          });
+          if (created !== undefined) {
+            await perms!.grantOwner(ctx, p);
+            if (created !== p) await perms!.grantOwner(ctx, created);
+          }
+          return result;
+        });
+      },
+    }),
+    defineMethod({
+      name: 'upload_abort', access: 'user', description: 'Drop an unfinished upload and its parts.',
+      params: z.strictObject({ upload_id: z.string() }),
+      handler: async ({ upload_id }, ctx) => (await uploads.abort(upload_id, ctx), { success: true as const }),
+    }),
+  ] as const;
   return [
     defineMethod({
       name: 'stat', access: 'user', description: 'A file, directory or symbolic link with its POSIX attributes; null when absent.',
@@ -128,6 +186,7 @@ export function posixMethods(fs: FsService, perms?: Permissions) {
         return result;
       },
     }),
+    ...uploadMethods,
   ] as const;
 }
 

@@ -65,7 +65,12 @@ export interface WriteOptions extends ChangeOrigin {
 
 /** One chunk of content handed to {@link FsService.writeChunks}. */
 export interface ContentPiece {
-  data: Uint8Array;
+  /**
+   * The bytes, or a synchronous loader called each time they are needed (once to hash, once more
+   * only when the chunk is new to the store), so a caller can stream a large file from disk
+   * instead of holding it in memory.
+   */
+  data: Uint8Array | (() => Uint8Array);
   /** SHA-256 (hex) of `data`, when the caller knows it (a chunk read from this store). */
   hash?: string | undefined;
 }
@@ -296,16 +301,18 @@ export class FsService {
     const p = normalizeFilePath(path);
     this.#check(opts, 'write', [p], false);
     const whole = createHash('sha256');
-    const chunks: { hash: string; data: Uint8Array }[] = [];
+    const chunks: { hash: string; data: Uint8Array | (() => Uint8Array) }[] = [];
     let size = 0;
     for (const [i, piece] of pieces.entries()) {
-      const n = piece.data.byteLength;
+      const data = typeof piece.data === 'function' ? piece.data() : piece.data;
+      const n = data.byteLength;
       if (n > CHUNK_SIZE || (n < CHUNK_SIZE && i < pieces.length - 1)) {
         throw new Error(`writeChunks: piece ${i} of ${pieces.length} has ${n} bytes (chunks are ${CHUNK_SIZE})`);
       }
-      whole.update(piece.data);
+      whole.update(data);
       size += n;
-      chunks.push({ hash: piece.hash ?? sha256(piece.data), data: piece.data });
+      // A loaded piece is not kept: it is loaded again inside the commit if the store lacks it.
+      chunks.push({ hash: piece.hash ?? sha256(data), data: piece.data });
     }
     const etag = whole.digest('hex');
     // An empty file is one empty chunk, as write() stores it.
@@ -315,7 +322,7 @@ export class FsService {
 
   /** Store one new version of `p` made of `pieces` (checks first, then writes: see the module note). */
   async #commitVersion(
-    p: string, etag: string, size: number, pieces: { hash: string; data: Uint8Array }[], opts: WriteOptions,
+    p: string, etag: string, size: number, pieces: { hash: string; data: Uint8Array | (() => Uint8Array) }[], opts: WriteOptions,
   ): Promise<WriteResult> {
     const now = Date.now();
     const result = await this.#store.transact(() => {
@@ -831,12 +838,12 @@ export class FsService {
     for (const dir of dirs) this.#entries.put(entryKey(dir), { kind: 'dir', created: now, modified: now } satisfies DirRecord);
   }
 
-  /** One more reference on a chunk, storing it if it is new (then `data` is required). */
-  #ref(hash: string, data?: Uint8Array): void {
+  /** One more reference on a chunk, storing it if it is new (then `data`, or a loader of it, is required). */
+  #ref(hash: string, data?: Uint8Array | (() => Uint8Array)): void {
     // A stored chunk without a refs row has one reference; an absent chunk has none (and no row).
     if (!this.#blobs.has(hash)) {
       if (!data) throw new Error(`chunk ${hash} has no references and no data`);
-      this.#blobs.put(hash, data);
+      this.#blobs.put(hash, typeof data === 'function' ? data() : data);
       return;
     }
     this.#refs.put(hash, (this.#refs.get(hash) ?? 1) + 1);

@@ -133,11 +133,22 @@ export class MountProcess {
     });
   }
 
-  /** SIGTERM and wait for the exit; returns the exit code. */
-  async stop(): Promise<number | null> {
+  /** Wait up to `ms` for the child to exit on its own; its exit code, or 'running'. */
+  async exitWithin(ms: number): Promise<number | null | 'running'> {
     const child = this.#child;
     if (!child) return null;
-    child.kill('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const result = await Promise.race([this.#exited!, new Promise<'running'>((r) => (timer = setTimeout(() => r('running'), ms)))]);
+    clearTimeout(timer);
+    if (result !== 'running') this.#child = undefined;
+    return result;
+  }
+
+  /** SIGTERM (or `signal`) and wait for the exit; returns the exit code. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    const child = this.#child;
+    if (!child) return null;
+    child.kill(signal);
     const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
     const code = await this.#exited!;
     clearTimeout(killer);

@@ -1,9 +1,10 @@
 /**
  * @module test/fuse/lifecycle
- * A mount's life: SIGTERM unmounts and exits cleanly; kill -9 leaves a stale mount ("Transport
- * endpoint is not connected") that the next start clears, with every acknowledged write intact;
- * `svc unmount` detaches a stale mount and says so when nothing is mounted; a missing mount point
- * is created.
+ * A mount's life: SIGTERM and SIGINT unmount and exit cleanly; kill -9 leaves a stale mount
+ * ("Transport endpoint is not connected") that the next start clears, with every acknowledged write
+ * intact; `svc unmount` detaches a stale mount and says so when nothing is mounted; a missing mount
+ * point is created. The same for a remote mount (`svc mount`), which also exits when it is
+ * unmounted from outside; a daemon whose mount is unmounted from outside keeps serving RPC.
  */
 import t from 'tap';
 import { join } from 'node:path';
@@ -33,6 +34,13 @@ t.test('mount lifecycle', { skip }, async (t) => {
     t.notOk(isMounted(mnt), 'no mount left behind');
   });
 
+  t.test('SIGINT unmounts and exits 0 too, with what was written kept', async (t) => {
+    await daemon.start();
+    await shOk(`echo interrupted > '${mnt}/int.txt'`);
+    t.equal(await daemon.stop('SIGINT'), 0, 'exit code 0');
+    t.notOk(isMounted(mnt), 'no mount left behind');
+  });
+
   t.test('after kill -9 the mount is stale; the next start clears it and the data is there', async (t) => {
     await daemon.start();
     await shOk(`mkdir '${mnt}/d' && seq 1 10000 > '${mnt}/d/numbers.txt'`);
@@ -41,6 +49,7 @@ t.test('mount lifecycle', { skip }, async (t) => {
     t.match((await sh(`ls '${mnt}'`)).stderr, /Transport endpoint is not connected/, 'and it is stale');
     await daemon.start();
     t.equal(await shOk(`cat '${mnt}/kept.txt'`), 'kept\n');
+    t.equal(await shOk(`cat '${mnt}/int.txt'`), 'interrupted\n', 'written before SIGINT');
     t.equal((await shOk(`wc -l < '${mnt}/d/numbers.txt'`)).trim(), '10000', 'acknowledged writes survived');
     t.match(daemon.output(), /clearing a stale mount/, 'said what it did');
   });
@@ -74,4 +83,37 @@ t.test('a remote mount acts with its API key; a wrong key is refused at start', 
   await t.rejects(bad.start(), /exited with 1 before mounting/);
   t.match(bad.output(), /refused the credentials/, 'says why');
   t.notOk(isMounted(join(base, 'mnt')), 'nothing mounted');
+});
+
+t.test('remote mount lifecycle: svc unmount ends the client, kill -9 leaves a stale mount the next start clears', { skip }, async (t) => {
+  const d = await startMountedDaemon(t);
+  const r = await startRemoteMount(t, d.url);
+  await shOk(`echo via-remote > '${r.mnt}/r.txt'`);
+  const out = await sh(`node '${BIN}' unmount '${r.mnt}'`);
+  t.equal(out.code, 0, out.stderr);
+  t.equal(await r.exitWithin(10_000), 0, 'the svc mount process noticed and exited 0');
+  t.notOk(isMounted(r.mnt));
+  t.equal(await shOk(`cat '${d.mnt}/r.txt'`), 'via-remote\n', 'what it wrote is stored');
+
+  await r.start();
+  await shOk(`echo second > '${r.mnt}/second.txt'`);
+  await r.kill9();
+  t.ok(isMounted(r.mnt), 'the killed client left its mount');
+  t.match((await sh(`ls '${r.mnt}'`)).stderr, /Transport endpoint is not connected/, 'stale');
+  await r.start();
+  t.match(r.output(), /clearing a stale mount/, 'the next start cleared it');
+  t.equal(await shOk(`cat '${r.mnt}/second.txt'`), 'second\n', 'and serves the daemon\'s tree again');
+  t.equal(await r.stop('SIGINT'), 0, 'SIGINT: clean exit');
+  t.notOk(isMounted(r.mnt));
+});
+
+t.test('a daemon whose mount is unmounted from outside keeps serving RPC and stops cleanly', { skip }, async (t) => {
+  const d = await startMountedDaemon(t);
+  await shOk(`echo x > '${d.mnt}/x.txt'`);
+  t.equal((await sh(`node '${BIN}' unmount '${d.mnt}'`)).code, 0);
+  t.equal(await d.exitWithin(2500), 'running', 'still running');
+  t.equal((await d.rpc('get_metadata', { path: '/x.txt' })).size, 2, 'RPC still answers');
+  t.equal(await d.stop(), 0, 'SIGTERM afterwards: exit 0');
+  t.match(d.output(), /unmounted from outside/, 'logged what happened');
+  t.notMatch(d.output(), /unmount failed/, 'no spurious unmount failure');
 });

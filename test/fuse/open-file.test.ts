@@ -6,11 +6,16 @@
  * outlives the deletion of its stored content.
  */
 import t from 'tap';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHash } from 'node:crypto';
 import { makeFs, noise, sha256 } from '../fs/fixture.js';
 import { EventBus } from '../../src/core/events.js';
 import { CHUNK_SIZE } from '../../src/fs/service.js';
 import { LocalBackend } from '../../src/transports/fuse/local.js';
-import { OpenFile } from '../../src/transports/fuse/open-file.js';
+import { OpenFile, RESIDENT_DIRTY_CHUNKS } from '../../src/transports/fuse/open-file.js';
+import type { CommitPiece } from '../../src/transports/fuse/backend.js';
 
 function rng(seed: number): () => number {
   let a = seed >>> 0;
@@ -22,7 +27,8 @@ function rng(seed: number): () => number {
   };
 }
 
-t.test('random writes, reads, truncations and commits match a Buffer model', async (t) => {
+for (const spooled of [false, true]) {
+t.test(`random writes, reads, truncations and commits match a Buffer model${spooled ? ' (one chunk in memory, the rest spooled)' : ''}`, async (t) => {
   const f = makeFs(t);
   const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
   const commit = (file: OpenFile) => file.commit(
@@ -31,7 +37,10 @@ t.test('random writes, reads, truncations and commits match a Buffer model', asy
   );
   await f.fs.write('/m', noise(2 * CHUNK_SIZE + 100, 5));
   let model = Buffer.from(noise(2 * CHUNK_SIZE + 100, 5));
-  const file = new OpenFile('/m', await backend.content('/m'), { mtime: 1 });
+  const spoolDir = mkdtempSync(join(tmpdir(), 'svc-spool-'));
+  t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }));
+  const file = new OpenFile('/m', await backend.content('/m'), { mtime: 1, ...(spooled ? { spoolDir, residentChunks: 1 } : {}) });
+  let spills = 0;
   const random = rng(99);
   const int = (n: number) => Math.floor(random() * n);
   const offset = () => (random() < 0.5 ? CHUNK_SIZE - 2000 + int(4000) : int(3 * CHUNK_SIZE));
@@ -70,12 +79,19 @@ t.test('random writes, reads, truncations and commits match a Buffer model', asy
       }
     }
     t.equal(file.size, model.length, `step ${step}: size`);
+    if (spooled) {
+      if (file.residentBytes > CHUNK_SIZE) t.fail(`step ${step}: ${file.residentBytes} bytes in memory`);
+      spills = Math.max(spills, file.spilledChunks);
+    }
   }
+  if (spooled) t.ok(spills >= 2, `chunks were spooled (up to ${spills} at once)`);
+  t.same(readdirSync(spoolDir), [], 'spool files are unlinked at once');
   await commit(file);
   t.ok(f.fs.read('/m').content.equals(model), 'final content');
   t.equal(f.fs.file('/m').etag, sha256(model));
   t.ok(commits > 10, `${commits} commits`);
 });
+}
 
 t.test('a commit reuses the stored chunks it did not change', async (t) => {
   const f = makeFs(t);
@@ -105,4 +121,58 @@ t.test('a detached file keeps its content after the stored file is deleted', asy
   const buf = Buffer.alloc(data.length);
   t.equal(await file.read(buf, buf.length, 0, async () => undefined), data.length);
   t.ok(buf.equals(data), 'still readable through the open file');
+});
+
+t.test('a large file streams: bounded memory while writing, chunks read one at a time by the commit', async (t) => {
+  const f = makeFs(t);
+  const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
+  const spoolDir = mkdtempSync(join(tmpdir(), 'svc-spool-'));
+  t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }));
+  const chunks = 40;
+  const file = new OpenFile('/large', undefined, { attributes: { mode: 0o644 }, mtime: 1, spoolDir });
+  const whole = createHash('sha256');
+  let peak = 0;
+  for (let i = 0; i < chunks * 8; i++) {
+    const block = noise(CHUNK_SIZE / 8, i + 1);
+    whole.update(block);
+    await file.write(block, block.length, i * block.length);
+    peak = Math.max(peak, file.residentBytes);
+  }
+  t.ok(peak <= RESIDENT_DIRTY_CHUNKS * CHUNK_SIZE, `at most ${RESIDENT_DIRTY_CHUNKS} chunks in memory (peak ${peak / CHUNK_SIZE})`);
+  t.equal(file.spilledChunks, chunks - RESIDENT_DIRTY_CHUNKS, 'the rest waits in the spool');
+  // Reads of spooled chunks come from the spool file.
+  const probe = Buffer.alloc(1000);
+  await file.read(probe, 1000, 3 * CHUNK_SIZE + 7, async () => undefined);
+  t.ok(probe.equals(noise(CHUNK_SIZE / 8, 3 * 8 + 1).subarray(7, 1007)), 'read back from the spool');
+  let handed: CommitPiece[] = [];
+  const result = await file.commit(async (path, pieces, attributes, modified) => {
+    handed = pieces;
+    t.ok(pieces.every((p) => p.readSync), 'every piece can be read synchronously (streamed inside the store commit)');
+    return backend.commit(path, pieces, { attributes, modified });
+  }, (path, version) => backend.versionContent(path, version));
+  t.equal(handed.length, chunks, 'one piece per chunk');
+  t.equal(result?.size, chunks * CHUNK_SIZE);
+  t.equal(result?.etag, whole.digest('hex'), 'the stored content is what was written');
+  t.equal(file.spilledChunks, 0, 'nothing spooled after the commit');
+  t.equal(file.residentBytes, 0, 'nothing dirty in memory after the commit');
+  t.equal(f.fs.file('/large').version, 1, 'one version');
+});
+
+t.test('writeChunks reads lazy pieces without keeping them', async (t) => {
+  const f = makeFs(t);
+  const data = noise(3 * CHUNK_SIZE + 5, 21);
+  let loads = 0;
+  const pieces = [0, 1, 2, 3].map((i) => ({
+    data: () => {
+      loads++;
+      return data.subarray(i * CHUNK_SIZE, Math.min(data.length, (i + 1) * CHUNK_SIZE));
+    },
+  }));
+  const r = await f.fs.writeChunks('/lazy', pieces);
+  t.equal(r.etag, sha256(data));
+  t.ok(f.fs.read('/lazy').content.equals(data));
+  t.equal(loads, 8, 'each new chunk loaded twice: to hash it and to store it');
+  const again = await f.fs.writeChunks('/lazy2', pieces.map((p, i) => ({ ...p, hash: f.fs.file('/lazy').chunks[i] })));
+  t.equal(again.etag, r.etag);
+  t.equal(loads, 12, 'chunks already stored are loaded only to hash the whole');
 });

@@ -120,6 +120,9 @@ t.test('ordinary tools in the mount', { skip }, async (t) => {
     t.match(await err('ls file/x'), /Not a directory/, 'ENOTDIR');
     t.match(await err(`touch ${'n'.repeat(256)}`), /File name too long/, 'ENAMETOOLONG');
     t.match(await err('ln file hard'), /Operation not permitted/, 'EPERM for hard links');
+    t.match(await err(`python3 -c "import os; os.readlink('file')"`), /Invalid argument/, 'EINVAL: readlink of a regular file');
+    t.match(await err(`python3 -c "import os; os.getxattr('file', 'user.x')"`), /Operation not supported/,
+      'no extended attributes: ENOTSUP, not EIO');
     t.match(await err('echo x > .versions/file/1'), /Read-only file system/, 'EROFS in /.versions');
     const rename = (from: string, to: string) => err(`python3 -c "import os; os.rename('${from}', '${to}')"`);
     t.match(await rename('file', 'full'), /Is a directory/, 'EISDIR: file over directory');

@@ -6,7 +6,7 @@
  * RpcErrors carrying the same codes (remote); the operations map both to errno.
  */
 import type { ChangeEvent } from '../../core/events.js';
-import type { AttributeChanges, ContentPiece } from '../../fs/service.js';
+import type { AttributeChanges } from '../../fs/service.js';
 import type { EntryAttributes } from '../../fs/records.js';
 
 export type NodeKind = 'file' | 'dir' | 'symlink';
@@ -43,8 +43,28 @@ export interface StoredContent {
   version: number;
   etag: string;
   load(index: number): Promise<Buffer>;
+  /** The same, synchronously, when the store allows it (in process: lets a commit stream chunks). */
+  loadSync?(index: number): Buffer;
   /** The chunk's SHA-256 when known without reading it (saves hashing it again on commit). */
   hash(index: number): string | undefined;
+}
+
+/**
+ * One chunk of an open file handed to a commit: every piece but the last is CHUNK_SIZE bytes. Its
+ * bytes are read when the commit needs them, so a large file is never held whole in memory.
+ */
+export interface CommitPiece {
+  size: number;
+  /** SHA-256 of the bytes when known without reading them (an unchanged stored chunk). */
+  hash?: string | undefined;
+  read(): Promise<Buffer>;
+  /** Present when the bytes can be read synchronously (memory, the spool file, the local store). */
+  readSync?: (() => Buffer) | undefined;
+}
+
+/** A piece held in memory. */
+export function memoryPiece(data: Buffer): CommitPiece {
+  return { size: data.length, read: async () => data, readSync: () => data };
 }
 
 export interface CommitOptions {
@@ -71,6 +91,8 @@ export interface SpaceInfo {
 export interface FuseBackend {
   /** Human name for logs: `in-process` or the remote URL. */
   readonly description: string;
+  /** Local directory for the spool files of open files' written chunks (never inside a mount). */
+  readonly spoolDir: string;
   /** The entry at a path, or undefined. Paths are absolute and normalised (FUSE gives them so). */
   stat(path: string): Promise<NodeInfo | undefined>;
   /** Direct children of a directory: [name, info]. */
@@ -80,7 +102,7 @@ export interface FuseBackend {
   /** Throws when a write to `path` would be refused (read-only mount): checked at open, not at close. */
   checkWritable(path: string): Promise<void>;
   /** Store `pieces` as the file's next version (creating it and its parents when missing). */
-  commit(path: string, pieces: ContentPiece[], opts?: CommitOptions): Promise<CommitResult>;
+  commit(path: string, pieces: CommitPiece[], opts?: CommitOptions): Promise<CommitResult>;
   remove(path: string): Promise<void>;
   /** POSIX rename: replaces an existing file or empty directory at `to`. */
   rename(from: string, to: string): Promise<void>;

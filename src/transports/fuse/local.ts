@@ -5,11 +5,12 @@
  * version with writeChunks(), reusing the hashes of the chunks it did not change.
  */
 import { statfs } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { EventBus } from '../../core/events.js';
 import type { EntryAttributes, EntryRecord, FileRecord, VersionRecord } from '../../fs/records.js';
-import type { AttributeChanges, ContentPiece, FsService } from '../../fs/service.js';
+import type { AttributeChanges, FsService } from '../../fs/service.js';
 import { NotFoundError } from '../../core/errors.js';
-import type { CommitOptions, CommitResult, FuseBackend, NodeInfo, SpaceInfo, StoredContent, VersionInfo } from './backend.js';
+import type { CommitOptions, CommitPiece, CommitResult, FuseBackend, NodeInfo, SpaceInfo, StoredContent, VersionInfo } from './backend.js';
 
 /** NodeInfo of a stored entry. */
 export function nodeOf(rec: EntryRecord): NodeInfo {
@@ -20,6 +21,7 @@ export function nodeOf(rec: EntryRecord): NodeInfo {
 
 export class LocalBackend implements FuseBackend {
   readonly description = 'in-process';
+  readonly spoolDir: string;
   readonly #fs: FsService;
   readonly #events: EventBus;
   readonly #dataDir: string;
@@ -28,6 +30,7 @@ export class LocalBackend implements FuseBackend {
     this.#fs = deps.fs;
     this.#events = deps.events;
     this.#dataDir = deps.dataDir;
+    this.spoolDir = join(deps.dataDir, 'spool');
   }
 
   async stat(path: string): Promise<NodeInfo | undefined> {
@@ -54,8 +57,10 @@ export class LocalBackend implements FuseBackend {
     this.#fs.checkChange('write', path);
   }
 
-  async commit(path: string, pieces: ContentPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
-    const r = await this.#fs.writeChunks(path, pieces, { attributes: opts.attributes, symlink: opts.symlink, modified: opts.modified });
+  /** Chunks are read when writeChunks needs them (once to hash, again only if new to the store): never all at once. */
+  async commit(path: string, pieces: CommitPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
+    const content = await Promise.all(pieces.map(async (p) => ({ hash: p.hash, data: p.readSync ?? await p.read() })));
+    const r = await this.#fs.writeChunks(path, content, { attributes: opts.attributes, symlink: opts.symlink, modified: opts.modified });
     return { version: r.version, etag: r.etag, size: r.size };
   }
 
@@ -108,10 +113,13 @@ export class LocalBackend implements FuseBackend {
       version: rec.version,
       etag: rec.etag,
       hash: (i) => chunks[i],
-      async load(i) {
+      loadSync(i) {
         const hash = chunks[i];
         if (hash === undefined) throw new NotFoundError(`chunk ${i} is beyond the end of the content`);
         return fs.chunks({ chunks: [hash] }).next().value as Buffer;
+      },
+      async load(i) {
+        return this.loadSync!(i);
       },
     };
   }

@@ -2,7 +2,9 @@
  * @module transports/fuse/mount
  * One FUSE mount's lifecycle, shared by `svc serve --mount` (in-process backend) and `svc mount`
  * (remote backend): the mount point is created if missing, a stale mount left by a crash is
- * detached first, and stop() unmounts, then commits what open files still hold.
+ * detached first, and stop() unmounts, then commits what open files still hold. A mount detached
+ * from outside (`svc unmount DIR`, `fusermount -u`) is noticed within {@link DETACH_POLL_MS}: the
+ * mount stops as on stop() and `onDetached` is called (`svc mount` exits then).
  *
  * The daemon never makes a synchronous fs call on its own mount (that deadlocks the process beyond
  * kill -9): whether the point is mounted is read from /proc/self/mountinfo, never by stat-ing it.
@@ -16,6 +18,8 @@ import { FuseFileSystem } from './operations.js';
 
 /** Seconds the kernel caches attributes and lookups: changes from other faces show within this. */
 export const KERNEL_CACHE_SECONDS = 0.5;
+/** How often the mount table is read to notice an unmount made from outside. */
+export const DETACH_POLL_MS = 1000;
 
 export interface FuseMountOptions {
   dir: string;
@@ -23,6 +27,8 @@ export interface FuseMountOptions {
   log: Logger;
   /** libfuse debug output on stderr. */
   debug?: boolean;
+  /** Called once the mount was unmounted from outside and has stopped. */
+  onDetached?: () => void;
 }
 
 /** `/proc/self/mountinfo` escapes space, tab, newline and backslash as octal. */
@@ -51,6 +57,8 @@ export class FuseMount {
   #fs: FuseFileSystem | undefined;
   #native: NativeMount | undefined;
   #stopping: Promise<void> | undefined;
+  #watch: NodeJS.Timeout | undefined;
+  #detached = false;
 
   /** No I/O until {@link start}. */
   constructor(opts: FuseMountOptions) {
@@ -72,6 +80,7 @@ export class FuseMount {
       await forceUnmount(this.dir);
     }
     await mkdir(this.dir, { recursive: true });
+    await mkdir(this.#opts.backend.spoolDir, { recursive: true, mode: 0o700 });
     const fs = new FuseFileSystem({
       backend: this.#opts.backend, log, uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0,
     });
@@ -87,7 +96,22 @@ export class FuseMount {
     }
     this.#fs = fs;
     this.#native = native;
+    this.#watchDetach();
     log.info({ dir: this.dir, backend: this.#opts.backend.description }, 'FUSE mount ready');
+  }
+
+  /** Notice an unmount made from outside (the kernel then sends nothing more: nothing else tells). */
+  #watchDetach(): void {
+    this.#watch = setTimeout(() => {
+      void isMountPoint(this.dir).then((mounted) => {
+        if (this.#stopping) return;
+        if (mounted) return this.#watchDetach();
+        this.#detached = true;
+        this.#opts.log.warn({ dir: this.dir }, 'the mount point was unmounted from outside; stopping the mount');
+        void this.stop().finally(() => this.#opts.onDetached?.());
+      });
+    }, DETACH_POLL_MS);
+    this.#watch.unref();
   }
 
   /** Unmount (lazily: open files do not block it), commit what is pending, close the backend. Idempotent. */
@@ -98,16 +122,23 @@ export class FuseMount {
 
   async #stop(): Promise<void> {
     const { log } = this.#opts;
+    clearTimeout(this.#watch);
     if (this.#native) {
       try {
         await this.#native.unmount();
       } catch (err) {
+        // Unmounted from outside: fuse-native's own unmount fails, and nothing is left to detach.
+        if (this.#detached || !(await isMountPoint(this.dir))) return this.#closeAfterUnmount();
         log.warn({ err, dir: this.dir }, 'unmount failed; detaching lazily');
         await forceUnmount(this.dir).catch((e) => log.error({ err: e, dir: this.dir }, 'cannot unmount'));
       }
     }
+    await this.#closeAfterUnmount();
+  }
+
+  async #closeAfterUnmount(): Promise<void> {
     await this.#fs?.close();
     await this.#opts.backend.close();
-    if (this.#native) log.info({ dir: this.dir }, 'FUSE mount stopped');
+    if (this.#native) this.#opts.log.info({ dir: this.dir }, 'FUSE mount stopped');
   }
 }

@@ -5,8 +5,12 @@
  *
  * Content = a stored base (read one chunk at a time, never whole) overlaid with dirty chunks
  * written since the last commit. Writes, truncation and sparse extension only touch the chunks
- * they cover; committing hands the backend one piece per chunk, reusing the hashes of chunks it
- * did not change, and makes ONE new version however many write calls came before.
+ * they cover; committing hands the backend one lazily read piece per chunk, reusing the hashes of
+ * chunks it did not change, and makes ONE new version however many write calls came before.
+ *
+ * Large files stream: at most {@link RESIDENT_DIRTY_CHUNKS} dirty chunks (16 MiB) stay in memory (the most
+ * recently written); older ones go to a spool file (created in the backend's spool directory and
+ * unlinked at once, so a crash leaves nothing behind) and are read back one at a time.
  *
  * Invariants:
  * - bytes of the base at offsets >= `#keep` are gone (truncated away); they read as zeros if the
@@ -15,15 +19,19 @@
  * - operations on one open file run one at a time (#exclusive), so a commit sees a stable state.
  */
 import type { EntryAttributes } from '../../fs/records.js';
-import { CHUNK_SIZE, type ContentPiece } from '../../fs/service.js';
-import type { CommitResult, StoredContent } from './backend.js';
+import { CHUNK_SIZE } from '../../fs/service.js';
+import { Spool } from '../../fs/spool.js';
+import type { CommitPiece, CommitResult, StoredContent } from './backend.js';
 
 const CS = CHUNK_SIZE;
+/** Dirty chunks an open file keeps in memory; the rest wait in its spool file. */
+export const RESIDENT_DIRTY_CHUNKS = 16;
 
 /** Stores a commit (the backend's commit, bound to a path by the caller). */
 export type Committer = (
-  path: string, pieces: ContentPiece[], attributes: EntryAttributes | undefined, modified: number,
+  path: string, pieces: CommitPiece[], attributes: EntryAttributes | undefined, modified: number,
 ) => Promise<CommitResult>;
+
 /** Loads the content of a committed version (the new base after a commit). */
 export type VersionLoader = (path: string, version: number) => Promise<StoredContent>;
 
@@ -45,7 +53,12 @@ export class OpenFile {
   #base: StoredContent | undefined;
   #keep: number;
   #size: number;
+  /** Dirty chunks in memory, least recently written first. */
   #dirty = new Map<number, Buffer>();
+  /** Dirty chunks written out to the spool: index → bytes held there. */
+  #spilled = new Map<number, number>();
+  readonly #spool: Spool | undefined;
+  readonly #resident: number;
   #changed: boolean;
   /** Attributes of a file created through the mount, stored with its first commit. */
   #attributes: EntryAttributes | undefined;
@@ -53,8 +66,18 @@ export class OpenFile {
   #lock: Promise<unknown> = Promise.resolve();
 
   /** `base` undefined: a file created through the mount, not stored until its first commit. */
-  constructor(path: string, base: StoredContent | undefined, opts: { attributes?: EntryAttributes; readOnly?: boolean; mtime: number }) {
+  /** Without `spoolDir` every dirty chunk stays in memory. */
+  constructor(
+    path: string, base: StoredContent | undefined,
+    opts: {
+      attributes?: EntryAttributes; readOnly?: boolean; mtime: number; spoolDir?: string | undefined;
+      /** Dirty chunks kept in memory (default {@link RESIDENT_DIRTY_CHUNKS}). */
+      residentChunks?: number;
+    },
+  ) {
     this.path = path;
+    this.#resident = Math.max(1, opts.residentChunks ?? RESIDENT_DIRTY_CHUNKS);
+    this.#spool = opts.spoolDir === undefined ? undefined : new Spool(opts.spoolDir);
     this.#base = base;
     this.#size = base?.size ?? 0;
     this.#keep = this.#size;
@@ -66,6 +89,18 @@ export class OpenFile {
 
   get size(): number {
     return this.#size;
+  }
+
+  /** Bytes of written chunks held in memory (the spool holds the rest). */
+  get residentBytes(): number {
+    let n = 0;
+    for (const chunk of this.#dirty.values()) n += chunk.length;
+    return n;
+  }
+
+  /** Written chunks waiting in the spool file. */
+  get spilledChunks(): number {
+    return this.#spilled.size;
   }
 
   /** Not stored yet (created through the mount, no commit so far). */
@@ -97,7 +132,7 @@ export class OpenFile {
     return this.#exclusive(async () => {
       if (this.stale && !this.#changed) {
         const fresh = await reload();
-        if (fresh) this.#rebase(fresh);
+        if (fresh) await this.#rebase(fresh);
         this.stale = false;
       }
       return this.#readInto(buf, len, pos);
@@ -115,6 +150,7 @@ export class OpenFile {
         const chunk = await this.#dirtyChunk(i, upto - start);
         buf.copy(chunk, off - start, off - pos, upto - pos);
         off = upto;
+        await this.#evict();
       }
       if (end > this.#size) this.#size = end;
       this.#touch();
@@ -125,6 +161,11 @@ export class OpenFile {
   truncate(size: number): Promise<void> {
     return this.#exclusive(async () => {
       if (size < this.#size) {
+        for (const [i, len] of [...this.#spilled]) {
+          const start = i * CS;
+          if (start >= size) this.#spilled.delete(i);
+          else if (start + len > size) await this.#dirtyChunk(i, 0);
+        }
         for (const [i, chunk] of this.#dirty) {
           const start = i * CS;
           if (start >= size) this.#dirty.delete(i);
@@ -134,6 +175,7 @@ export class OpenFile {
       }
       this.#size = size;
       this.#touch();
+      await this.#evict();
     });
   }
 
@@ -145,8 +187,8 @@ export class OpenFile {
     return this.#exclusive(async () => {
       if (!this.#changed || this.orphan || this.readOnly) return undefined;
       // The version is stamped with the last write (or utimens), as a local disk would show it.
-      const result = await store(this.path, await this.#pieces(), this.#attributes, this.explicitMtime ?? this.mtime);
-      this.#rebase(await loadVersion(this.path, result.version));
+      const result = await store(this.path, this.#pieces(), this.#attributes, this.explicitMtime ?? this.mtime);
+      await this.#rebase(await loadVersion(this.path, result.version));
       this.#attributes = undefined;
       this.explicitMtime = undefined;
       this.stale = false;
@@ -157,7 +199,7 @@ export class OpenFile {
   /** Take the stored content as the new base when nothing local is pending (another face changed it). */
   refresh(fresh: StoredContent): Promise<void> {
     return this.#exclusive(async () => {
-      if (!this.#changed) this.#rebase(fresh);
+      if (!this.#changed) await this.#rebase(fresh);
       this.stale = false;
     });
   }
@@ -167,7 +209,10 @@ export class OpenFile {
     return this.#exclusive(async () => {
       const chunks = Math.ceil(this.#size / CS);
       for (let i = 0; i < chunks; i++) {
-        if (!this.#dirty.has(i) && i * CS < this.#keep) await this.#dirtyChunk(i, 0);
+        if (!this.#dirty.has(i) && !this.#spilled.has(i) && i * CS < this.#keep) {
+          await this.#dirtyChunk(i, 0);
+          await this.#evict();
+        }
       }
       this.#base = undefined;
       this.#keep = 0;
@@ -175,13 +220,35 @@ export class OpenFile {
     });
   }
 
-  #rebase(base: StoredContent): void {
+  async #rebase(base: StoredContent): Promise<void> {
     this.#base = base;
     this.#size = base.size;
     this.#keep = base.size;
     this.#dirty.clear();
+    this.#spilled.clear();
     this.#cached = undefined;
     this.#changed = false;
+    await this.#spool?.close();
+  }
+
+  /** Drop what the file holds (no handle is left and nothing will be committed). */
+  dispose(): Promise<void> {
+    return this.#exclusive(async () => {
+      this.#dirty.clear();
+      this.#spilled.clear();
+      await this.#spool?.close();
+    });
+  }
+
+  /** Write the least recently written chunks out to the spool while too many are in memory. */
+  async #evict(): Promise<void> {
+    if (!this.#spool) return;
+    while (this.#dirty.size > this.#resident) {
+      const [i, chunk] = this.#dirty.entries().next().value as [number, Buffer];
+      await this.#spool.write(i, chunk);
+      this.#dirty.delete(i);
+      this.#spilled.set(i, chunk.length);
+    }
   }
 
   #touch(): void {
@@ -212,8 +279,13 @@ export class OpenFile {
       const upto = Math.min(end, start + CS);
       const at = off - pos;
       const chunk = this.#dirty.get(i);
+      const spilled = this.#spilled.get(i);
       let n = 0;
-      if (chunk) {
+      if (!chunk && spilled !== undefined) {
+        // Only the bytes asked for, straight from the spool.
+        const want = Math.min(upto - start, spilled) - (off - start);
+        if (want > 0) n = await this.#spool!.readInto(i, off - start, buf, at, want);
+      } else if (chunk) {
         if (off - start < chunk.length) n = chunk.copy(buf, at, off - start, Math.min(upto - start, chunk.length));
       } else if (off < this.#keep) {
         const data = await this.#baseChunk(i);
@@ -229,6 +301,17 @@ export class OpenFile {
   async #dirtyChunk(i: number, need: number): Promise<Buffer> {
     const start = i * CS;
     let chunk = this.#dirty.get(i);
+    if (chunk) {
+      // Most recently written last: eviction takes the front.
+      this.#dirty.delete(i);
+      this.#dirty.set(i, chunk);
+    }
+    const spilled = this.#spilled.get(i);
+    if (!chunk && spilled !== undefined) {
+      chunk = await this.#spool!.read(i, spilled);
+      this.#spilled.delete(i);
+      this.#dirty.set(i, chunk);
+    }
     if (!chunk) {
       const valid = Math.max(0, Math.min(CS, this.#keep - start));
       // Chunk 0 grows as needed (most files are small); a later chunk means a big file: full size at once.
@@ -246,27 +329,44 @@ export class OpenFile {
     return chunk;
   }
 
-  /** One piece per chunk of the current content, for a commit. */
-  async #pieces(): Promise<ContentPiece[]> {
-    const pieces: ContentPiece[] = [];
+  /** One lazily read piece per chunk of the current content, for a commit (nothing is loaded here). */
+  #pieces(): CommitPiece[] {
+    const pieces: CommitPiece[] = [];
     const count = Math.ceil(this.#size / CS);
+    const base = this.#base;
+    const spool = this.#spool;
     for (let i = 0; i < count; i++) {
       const start = i * CS;
       const len = Math.min(CS, this.#size - start);
       const chunk = this.#dirty.get(i);
       if (chunk) {
-        pieces.push({ data: chunk.length === len ? chunk : fit(chunk, len) });
+        const data = fit(chunk, len);
+        pieces.push({ size: len, read: async () => data, readSync: () => data });
+        continue;
+      }
+      const spilled = this.#spilled.get(i);
+      if (spilled !== undefined) {
+        pieces.push({
+          size: len,
+          read: async () => fit(await spool!.read(i, Math.min(spilled, len)), len),
+          readSync: () => fit(spool!.readSync(i, Math.min(spilled, len)), len),
+        });
         continue;
       }
       const valid = Math.max(0, Math.min(len, this.#keep - start));
       if (valid === 0) {
-        pieces.push({ data: Buffer.alloc(len) });
+        pieces.push({ size: len, read: async () => Buffer.alloc(len), readSync: () => Buffer.alloc(len) });
         continue;
       }
-      const data = await this.#baseChunk(i);
-      // The stored chunk as it is: its hash is known and its bytes need not be stored again.
-      if (valid === len && data.length === len) pieces.push({ data, hash: this.#base!.hash(i) });
-      else pieces.push({ data: fit(data.subarray(0, valid), len) });
+      const cut = (data: Buffer) => (valid === len && data.length === len ? data : fit(data.subarray(0, valid), len));
+      const loadSync = base!.loadSync?.bind(base);
+      pieces.push({
+        size: len,
+        // The stored chunk as it is: its hash is known and its bytes need not be stored again.
+        hash: valid === len && Math.min(base!.size, start + CS) - start === len ? base!.hash(i) : undefined,
+        read: async () => cut(await base!.load(i)),
+        readSync: loadSync && (() => cut(loadSync(i))),
+      });
     }
     return pieces;
   }

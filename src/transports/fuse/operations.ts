@@ -18,7 +18,7 @@ import type { ChangeEvent } from '../../core/events.js';
 import { SvcError, toErrno } from '../../core/errors.js';
 import { normalizePath, parentOf, baseName, isWithin } from '../../core/paths.js';
 import { errno, type FuseOperations, type FuseStat, type FuseStatfs } from '../../native/fuse.js';
-import type { FuseBackend, NodeInfo, StoredContent } from './backend.js';
+import { memoryPiece, type FuseBackend, type NodeInfo, type StoredContent } from './backend.js';
 import { OpenFile } from './open-file.js';
 import { isVersionsPath, listVersionsDir, resolveVersionsPath, VERSIONS_DIR, type VersionsTarget } from './versions.js';
 
@@ -368,7 +368,7 @@ export class FuseFileSystem {
       const p = this.#lookupPath(path);
       const content = await this.#backend.content(p);
       // Another open of the same path may have won the race while this one waited.
-      file = this.#files.get(p) ?? new OpenFile(p, content, { mtime: Date.now() });
+      file = this.#files.get(p) ?? new OpenFile(p, content, { mtime: Date.now(), spoolDir: this.#backend.spoolDir });
       this.#files.set(p, file);
     }
     return this.#addHandle(file);
@@ -378,7 +378,9 @@ export class FuseFileSystem {
     if (isVersionsPath(path)) throw new PosixError('EROFS');
     const p = await this.#creatable(path);
     await this.#backend.checkWritable(p);
-    const file = new OpenFile(p, undefined, { attributes: { mode: mode & 0o7777, uid: this.#uid, gid: this.#gid }, mtime: Date.now() });
+    const file = new OpenFile(p, undefined, {
+      attributes: { mode: mode & 0o7777, uid: this.#uid, gid: this.#gid }, mtime: Date.now(), spoolDir: this.#backend.spoolDir,
+    });
     this.#files.set(p, file);
     // Dirtied: even with no write, the close must store the new (empty) file.
     return this.#addHandle(file, true);
@@ -395,9 +397,13 @@ export class FuseFileSystem {
     }
     const info = await this.#stored(path);
     if (info.kind === 'dir') throw new PosixError('EISDIR');
-    const file = new OpenFile(path, await this.#backend.content(path), { mtime: Date.now() });
-    await file.truncate(size);
-    await this.#commit(file);
+    const file = new OpenFile(path, await this.#backend.content(path), { mtime: Date.now(), spoolDir: this.#backend.spoolDir });
+    try {
+      await file.truncate(size);
+      await this.#commit(file);
+    } finally {
+      await file.dispose();
+    }
   }
 
   async #release(fd: number): Promise<void> {
@@ -410,6 +416,8 @@ export class FuseFileSystem {
     } finally {
       // Checked after the commit: an open() may have joined the file while it was committing.
       if (file.handles.size === 0 && this.#files.get(file.path) === file && !file.orphan) this.#files.delete(file.path);
+      // Unused from now on (a hidden file stays listed until libfuse unlinks its name).
+      if (file.handles.size === 0 && this.#files.get(file.path) !== file) await file.dispose();
     }
   }
 
@@ -420,6 +428,7 @@ export class FuseFileSystem {
       // libfuse removing its hidden name, or a file created here and never stored.
       file.orphan = true;
       this.#files.delete(path);
+      if (file.handles.size === 0) await file.dispose();
       return;
     }
     await this.#stored(path);
@@ -488,7 +497,7 @@ export class FuseFileSystem {
   async #symlink(target: string, path: string): Promise<void> {
     if (isVersionsPath(path)) throw new PosixError('EROFS');
     const p = await this.#creatable(path);
-    await this.#backend.commit(p, [{ data: Buffer.from(target) }], { symlink: true, attributes: { uid: this.#uid, gid: this.#gid } });
+    await this.#backend.commit(p, [memoryPiece(Buffer.from(target))], { symlink: true, attributes: { uid: this.#uid, gid: this.#gid } });
   }
 
   async #readlink(path: string): Promise<string> {

@@ -5,24 +5,28 @@
  * an RPC call is. Attributes are cached for a short time and dropped as soon as the daemon's change
  * bus (WebSocket `watch`) reports a change, so changes from any face show up within a second.
  *
- * Limits: a commit sends the whole file in one `write`, so a file is limited by the daemon's
- * --max-body (64 MiB by default); reads go chunk by chunk with `read_range`.
+ * Files stream both ways, one chunk per request: reads with `read_range`, commits as an upload
+ * (`upload_begin`, `upload_part` per chunk with a few in flight, `upload_commit`: one version), so
+ * neither side holds a large file whole and no request exceeds the daemon's --max-body.
  */
 import WebSocket from 'ws';
+import { tmpdir } from 'node:os';
 import type { Logger } from '../../core/log.js';
 import type { ChangeEvent } from '../../core/events.js';
 import { SvcError, type ErrorCodeValue } from '../../core/errors.js';
 import type { EntryAttributes } from '../../fs/records.js';
-import { CHUNK_SIZE, type AttributeChanges, type ContentPiece } from '../../fs/service.js';
+import { CHUNK_SIZE, type AttributeChanges } from '../../fs/service.js';
 import type { PosixEntry } from '../../fs/posix.js';
 import { RpcError, SvcClient, type Api, type MethodName, type Wire } from '../../client/index.js';
 import type { ParamsOf, ResultOf } from '../../core/method.js';
 import { parentOf, isWithin } from '../../core/paths.js';
-import type { CommitOptions, CommitResult, FuseBackend, NodeInfo, SpaceInfo, StoredContent, VersionInfo } from './backend.js';
+import type { CommitOptions, CommitPiece, CommitResult, FuseBackend, NodeInfo, SpaceInfo, StoredContent, VersionInfo } from './backend.js';
 
 /** How long a cached attribute may be served without a change event (ms). */
 const ATTR_TTL_MS = 1000;
 const RECONNECT_MS = 1000;
+/** Parts of one upload sent at the same time. */
+const UPLOAD_WINDOW = 4;
 /** What statfs reports: the daemon's disk is not visible over RPC. */
 const REPORTED_SPACE: SpaceInfo = { blockSize: 4096, blocks: 2 ** 32 - 1, blocksFree: 2 ** 31, files: 2 ** 32 - 1, filesFree: 2 ** 31 };
 
@@ -42,6 +46,7 @@ function nodeOf(e: Wire<PosixEntry>): NodeInfo {
 
 export class RemoteBackend implements FuseBackend {
   readonly description: string;
+  readonly spoolDir = tmpdir();
   readonly #client: SvcClient;
   readonly #opts: RemoteBackendOptions;
   readonly #cache = new Map<string, { info: NodeInfo | undefined; at: number }>();
@@ -67,7 +72,7 @@ export class RemoteBackend implements FuseBackend {
       }
       throw new Error(`cannot reach the daemon at ${this.#opts.url}: ${(err as Error).message}`);
     }
-    const missing = ['stat', 'readdir', 'read_range', 'set_attributes', 'symlink'].filter((m) => !methods.includes(m));
+    const missing = ['stat', 'readdir', 'read_range', 'set_attributes', 'symlink', 'upload_begin', 'upload_part', 'upload_commit', 'upload_abort'].filter((m) => !methods.includes(m));
     if (missing.length) throw new Error(`the daemon at ${this.#opts.url} is too old to be mounted (no ${missing.join(', ')})`);
     await this.#watch();
   }
@@ -103,16 +108,35 @@ export class RemoteBackend implements FuseBackend {
   /** Nothing to ask over RPC: a refused write surfaces when the file is flushed. */
   async checkWritable(): Promise<void> {}
 
-  async commit(path: string, pieces: ContentPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
-    const data = Buffer.concat(pieces.map((p) => p.data));
+  async commit(path: string, pieces: CommitPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
     this.#invalidate(path);
     if (opts.symlink) {
-      const r = await this.#call('symlink', { path, target: data.toString(), ...opts.attributes });
+      const target = Buffer.concat(await Promise.all(pieces.map((p) => p.read()))).toString();
+      const r = await this.#call('symlink', { path, target, ...opts.attributes });
       return { version: r.version, etag: r.etag, size: r.size };
     }
-    const r = await this.#call('write', { path, content: data });
-    await this.#setAttributes(path, { ...opts.attributes, modified: opts.modified });
-    return { version: r.version, etag: r.etag, size: r.size };
+    const { upload_id } = await this.#call('upload_begin', { path });
+    try {
+      // A few parts in flight; each is read (from memory, the spool or the daemon) only when sent.
+      let next = 0;
+      const send = async (): Promise<void> => {
+        for (let i = next++; i < pieces.length; i = next++) {
+          await this.#call('upload_part', { upload_id, index: i, content: await pieces[i]!.read() });
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(UPLOAD_WINDOW, pieces.length) }, send));
+      const { mode, uid, gid } = opts.attributes ?? {};
+      const r = await this.#call('upload_commit', {
+        upload_id, size: pieces.reduce((n, p) => n + p.size, 0), mode, uid, gid,
+        modified_at: opts.modified === undefined ? undefined : new Date(opts.modified).toISOString(),
+      });
+      return { version: r.version, etag: r.etag, size: r.size };
+    } catch (err) {
+      await this.#call('upload_abort', { upload_id }).catch(() => undefined);
+      throw err;
+    } finally {
+      this.#invalidate(path);
+    }
   }
 
   async remove(path: string): Promise<void> {
