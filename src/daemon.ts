@@ -118,6 +118,7 @@ export class Daemon {
     const services = buildServices(config.dataDir, log, { authType: config.authType, enforcePermissions: config.enforcePermissions });
     this.#services = services;
     await services.mounts.activateSaved();
+    await services.workspaces.sweepExpired();
     const provider = createAuthProvider(
       config.authType, config.authType === 'simple' ? { api_key: config.apiKey } : config.authConfig,
       { store: services.keys, log: log.child({ component: 'auth' }) },

@@ -127,7 +127,14 @@ export interface TreeFile {
   size: number;
   chunks: string[];
   contentType: string;
+  /** POSIX mode bits (0o644 when never set). */
+  mode: number;
+  /** A symbolic link (the content is its target). */
+  symlink?: true;
 }
+
+/** The mode a file reports when none was ever set (the FUSE face's default). */
+export const DEFAULT_FILE_MODE = 0o644;
 
 export interface VersionEntry {
   version: number;
@@ -658,6 +665,7 @@ export class FsService {
           if (value.kind !== 'file') continue;
           files.set(relativeTo(keyPath(key), d), {
             etag: value.etag, size: value.size, chunks: value.chunks, contentType: value.contentType,
+            mode: value.mode ?? DEFAULT_FILE_MODE, ...(value.symlink ? { symlink: true as const } : {}),
           });
         }
       }
@@ -704,7 +712,15 @@ export class FsService {
       for (const [rel, f] of files) {
         const p = abs(rel);
         const existing = this.#entries.get(entryKey(p));
-        if (existing?.kind === 'file' && existing.etag === f.etag) continue;
+        // Manifests written before modes were recorded have none: the live mode stays then.
+        const mode = f.mode ?? (existing?.kind === 'file' ? existing.mode : undefined);
+        if (existing?.kind === 'file' && existing.etag === f.etag && !existing.symlink === !f.symlink) {
+          // Same content: only the mode may differ, and that is metadata, not a new version.
+          if ((existing.mode ?? DEFAULT_FILE_MODE) !== (mode ?? DEFAULT_FILE_MODE)) {
+            this.#entries.put(entryKey(p), { ...existing, mode: mode ?? DEFAULT_FILE_MODE, modified: now });
+          }
+          continue;
+        }
         if (existing?.kind === 'dir') this.#removeSubtree(p);
         for (const a of ancestorsOf(p)) {
           const rec = this.#entries.get(entryKey(a));
@@ -719,9 +735,14 @@ export class FsService {
         this.#versions.put(versionKey(p, version), {
           version, etag: f.etag, size: f.size, chunks: f.chunks, modified: now, contentType: f.contentType, source: 'restore',
         });
+        const kept = existing?.kind === 'file' ? existing : undefined;
         this.#entries.put(entryKey(p), {
           kind: 'file', version, etag: f.etag, size: f.size, chunks: f.chunks, contentType: f.contentType,
-          created: existing?.kind === 'file' ? existing.created : now, modified: now,
+          created: kept?.created ?? now, modified: now,
+          ...(mode !== undefined ? { mode } : {}),
+          ...(kept?.uid !== undefined ? { uid: kept.uid } : {}),
+          ...(kept?.gid !== undefined ? { gid: kept.gid } : {}),
+          ...(f.symlink ? { symlink: true } : {}),
         });
         changes.push({ type: 'write', path: p, etag: f.etag, version, at: iso(now) });
         restored++;

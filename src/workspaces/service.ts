@@ -6,7 +6,7 @@
  * restore writes new versions that share the same chunks.
  */
 import type { MetadataStore, Table } from '../store/types.js';
-import type { FsService, TreeFile } from '../fs/service.js';
+import { DEFAULT_FILE_MODE, type FsService, type TreeFile } from '../fs/service.js';
 import { normalizeFilePath } from '../core/paths.js';
 import { ExistsError, InvalidParamsError, NotFoundError } from '../core/errors.js';
 import { SEP, SEP_END } from '../fs/records.js';
@@ -20,11 +20,13 @@ export interface WorkspaceRecord {
   tags: string[];
   metadata: Record<string, unknown>;
   session_id: string | null;
+  /** The registration's lifetime in seconds, as given; null = no ttl. */
+  ttl: number | null;
   /** When a registration with a ttl stops existing; null = never. */
   expires_at: Date | null;
 }
 
-interface StoredWorkspace extends Omit<WorkspaceRecord, 'created_at' | 'expires_at'> {
+interface StoredWorkspace extends Omit<WorkspaceRecord, 'created_at' | 'expires_at' | 'ttl'> {
   created: number;
   expires: number | null;
 }
@@ -119,6 +121,25 @@ export class WorkspaceService {
     return found;
   }
 
+  /**
+   * Drop the registrations whose ttl has passed, with their snapshots, releasing the content those
+   * pinned (run when the daemon starts; an expired registration is already invisible before that).
+   * Returns how many were dropped.
+   */
+  async sweepExpired(now = Date.now()): Promise<number> {
+    const { count, released } = await this.#store.transact(() => {
+      const gone = [...this.#workspaces.range({})].filter(({ value }) => expired(value, now)).map(({ key }) => key);
+      const manifests: Manifest[] = [];
+      for (const p of gone) {
+        manifests.push(...this.#dropSnapshots(p));
+        this.#workspaces.remove(p);
+      }
+      return { count: gone.length, released: manifests };
+    });
+    await this.#release(released);
+    return count;
+  }
+
   list(): WorkspaceRecord[] {
     const now = Date.now();
     const out: WorkspaceRecord[] = [];
@@ -190,7 +211,7 @@ export class WorkspaceService {
     for (const [rel, f] of Object.entries(m2)) {
       const before = m1[rel];
       if (!before) added.push(abs(rel));
-      else if (before.etag !== f.etag) modified.push(abs(rel));
+      else if (before.etag !== f.etag || modeOf(before) !== modeOf(f) || !before.symlink !== !f.symlink) modified.push(abs(rel));
     }
     for (const rel of Object.keys(m1)) if (!(rel in m2)) deleted.push(abs(rel));
     added.sort();
@@ -236,6 +257,9 @@ export class WorkspaceService {
   }
 }
 
+/** A manifest entry's mode (entries recorded before modes were kept count as the default). */
+const modeOf = (f: TreeFile) => (f.mode as number | undefined) ?? DEFAULT_FILE_MODE;
+
 function expired(rec: StoredWorkspace, now: number): boolean {
   return rec.expires !== null && rec.expires <= now;
 }
@@ -246,7 +270,10 @@ function notRegistered(path: string) {
 
 function toRecord(s: StoredWorkspace): WorkspaceRecord {
   const { created, expires, ...rest } = s;
-  return { ...rest, created_at: new Date(created), expires_at: expires === null ? null : new Date(expires) };
+  return {
+    ...rest, created_at: new Date(created), ttl: expires === null ? null : (expires - created) / 1000,
+    expires_at: expires === null ? null : new Date(expires),
+  };
 }
 
 function toSnapshot(s: StoredSnapshot): SnapshotRecord {
