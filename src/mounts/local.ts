@@ -9,7 +9,7 @@
  * mount is activated: svc's view of the mount point is made equal to it.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, realpathSync } from 'node:fs';
+import { createReadStream, realpathSync, type Stats } from 'node:fs';
 import { lstat, mkdir, open, readFile, readdir, realpath, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import chokidar, { type FSWatcher } from 'chokidar';
@@ -52,10 +52,17 @@ export class LocalBackend {
   #watcher: FSWatcher | undefined;
   #queue: Promise<void> = Promise.resolve();
 
-  constructor(readonly mountPoint: string, readonly dataDir: string, deps: { fs: FsService; log: Logger; ownership: Ownership }) {
+  /** How a watcher event looks at the disk (injectable, so tests can hold it mid-look). */
+  readonly #probe: (host: string) => Promise<Stats | undefined>;
+
+  constructor(
+    readonly mountPoint: string, readonly dataDir: string,
+    deps: { fs: FsService; log: Logger; ownership: Ownership; probe?: ((host: string) => Promise<Stats | undefined>) | undefined },
+  ) {
     this.#fs = deps.fs;
     this.#log = deps.log;
     this.#own = deps.ownership;
+    this.#probe = deps.probe ?? ((host) => lstat(host).catch(() => undefined));
   }
 
   /** Create the directory if needed and resolve it; after this, svc changes can be mirrored into it. */
@@ -295,7 +302,7 @@ export class LocalBackend {
    * compared synchronously inside it.
    */
   async #decide(event: string, host: string, svcPath: string): Promise<(() => Promise<void>) | undefined> {
-    const now = await lstat(host).catch(() => undefined);
+    const now = await this.#probe(host);
     const rel = this.#rel(svcPath);
     switch (event) {
       case 'add':
