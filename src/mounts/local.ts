@@ -40,11 +40,15 @@ export class LocalBackend {
   readonly #log: Logger;
   readonly #own: Ownership;
   /**
-   * svc → host mirroring in progress, and a count of mirrorings started: an outside change is
-   * imported only if no svc change to the directory started or ran while it was being looked at,
-   * so a late watcher event never brings back what svc has just removed (or undoes what it wrote).
+   * Client changes to this mount in flight (from the guard until committed and mirrored, see
+   * {@link beginChange}), mirrorings in progress, and a count of both started: an outside change
+   * is imported only if no svc change to the directory was in flight or started while it was being
+   * looked at, so a late watcher event never brings back what svc has just removed (or undoes what
+   * it wrote).
    */
   readonly #mirroring = new Set<Promise<void>>();
+  #pending = 0;
+  #waiters: (() => void)[] = [];
   #generation = 0;
   /** etag of what is on disk, by path relative to the root: lets both directions skip their own echo. */
   readonly #onDisk = new Map<string, string>();
@@ -122,6 +126,35 @@ export class LocalBackend {
         if (parent === host) return;
         host = parent;
       }
+    }
+  }
+
+  /**
+   * A client change that reaches this mount is about to be made (called by the mount guard,
+   * before the change's transaction); the function returned is called once it is settled.
+   */
+  beginChange(): () => void {
+    this.#generation++;
+    this.#pending++;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.#generation++;
+      if (--this.#pending === 0) {
+        const waiters = this.#waiters;
+        this.#waiters = [];
+        for (const wake of waiters) wake();
+      }
+    };
+  }
+
+  /** Until no client change is in flight and nothing is being mirrored. */
+  async #quiet(): Promise<void> {
+    for (;;) {
+      if (this.#pending) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+      else if (this.#mirroring.size) await Promise.allSettled([...this.#mirroring]);
+      else return;
     }
   }
 
@@ -286,10 +319,10 @@ export class LocalBackend {
     // Look at the disk while no svc change is being mirrored into it; if one started meanwhile,
     // look again once it is done: what the disk held then may be what svc has just replaced.
     for (let attempt = 0; attempt < 20; attempt++) {
-      while (this.#mirroring.size) await Promise.allSettled([...this.#mirroring]);
+      await this.#quiet();
       const generation = this.#generation;
       const action = await this.#decide(event, host, svcPath);
-      if (this.#generation !== generation || this.#mirroring.size) continue;
+      if (this.#generation !== generation || this.#pending || this.#mirroring.size) continue;
       if (action) await action();
       return;
     }

@@ -225,10 +225,16 @@ export class MountService {
       b.spec.priority - a.spec.priority || b.spec.mount_point.length - a.spec.mount_point.length);
   }
 
-  #guard(kind: MutationKind, paths: readonly string[], subtree: boolean): void {
-    if (this.#active.size === 0) return;
+  /**
+   * Refuse what a mount does not allow; otherwise tell every backend the change reaches that it is
+   * in flight, until it is settled (see LocalBackend.beginChange).
+   */
+  #guard(kind: MutationKind, paths: readonly string[], subtree: boolean): (() => void) | undefined {
+    if (this.#active.size === 0) return undefined;
+    const reached = new Set<ActiveMount>();
     for (const p of paths) {
       const m = this.route(p);
+      if (m) reached.add(m);
       if (m?.spec.readonly) {
         throw new PermissionDeniedError(`Read-only mount: ${p} (mounted at ${m.spec.mount_point})`, { path: p, errno: 'EROFS' });
       }
@@ -238,6 +244,7 @@ export class MountService {
       for (const m of this.#active.values()) {
         const mp = m.spec.mount_point;
         if (!isWithin(mp, paths[0]!)) continue;
+        reached.add(m);
         if (m.spec.readonly) {
           throw new PermissionDeniedError(`Read-only mount: ${mp} lies within ${paths[0]}`, { path: mp, errno: 'EROFS' });
         }
@@ -253,6 +260,9 @@ export class MountService {
         { path: paths[1], errno: 'EXDEV' },
       );
     }
+    if (reached.size === 0) return undefined;
+    const ends = [...reached].map((m) => m.backend.beginChange());
+    return () => { for (const end of ends) end(); };
   }
 
   async #mirror(events: readonly ChangeEvent[]): Promise<void> {
