@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { buildServices, type Services } from '../../src/daemon.js';
+import { WorkspaceService } from '../../src/workspaces/service.js';
 
 const enc = (s: string) => Buffer.from(s);
 
@@ -36,15 +37,21 @@ t.test('register, list, info, duplicate, unregister keeps files', async (t) => {
 });
 
 t.test('ttl: an expired registration is gone and the path can be registered again', async (t) => {
-  const { workspaces: ws } = await open(t);
-  await ws.register('/tmpws', { ttl: 0.05 });
+  const { fs, store } = await open(t);
+  let now = Date.parse('2026-11-24T00:00:00Z');
+  const ws = new WorkspaceService({ store, fs, clock: () => now });
+  await ws.register('/tmpws', { ttl: 60 });
   t.ok(ws.get('/tmpws'));
-  await new Promise((r) => setTimeout(r, 80));
+  now += 59_999;
+  t.ok(ws.get('/tmpws'), 'alive until the ttl has passed');
+  now += 1;
   t.equal(ws.get('/tmpws'), null);
   t.same(ws.list(), []);
   await t.rejects(ws.snapshot('/tmpws'), { code: -32000 });
   await ws.register('/tmpws');
   t.ok(ws.get('/tmpws'));
+  now += 10 ** 9;
+  t.ok(ws.get('/tmpws'), 'no ttl: never expires');
 });
 
 t.test('snapshot operations need a registered workspace', async (t) => {
@@ -192,18 +199,20 @@ t.test('records carry every field; restore result shape; ttl sweep releases snap
 
   await fs.write('/short/x.bin', randomBytes(2000));
   const hash = fs.file('/short/x.bin').chunks[0]!;
-  const short = await ws.register('/short', { ttl: 0.2 });
-  await ws.snapshot('/short'); // the snapshot pins the content...
+  let now = Date.now();
+  const clocked = new WorkspaceService({ store, fs, clock: () => now });
+  await clocked.register('/short', { ttl: 0.2 });
+  await clocked.snapshot('/short'); // the snapshot pins the content...
   await fs.delete('/short/x.bin'); // ...which no live file uses any more
   t.ok(store.blobs.has(hash));
-  await new Promise((r) => setTimeout(r, Math.max(0, short.expires_at!.getTime() - Date.now()) + 10));
-  t.equal(ws.get('/short'), null, 'expired');
-  t.notOk(ws.list().some((w) => w.path === '/short'), 'not listed');
-  await t.rejects(ws.restore('/short', 1), { code: -32000, message: 'Workspace not registered: /short' });
-  t.throws(() => ws.log('/short'), { code: -32000 });
-  t.equal(await ws.sweepExpired(), 1);
+  now += 200;
+  t.equal(clocked.get('/short'), null, 'expired');
+  t.notOk(clocked.list().some((w) => w.path === '/short'), 'not listed');
+  await t.rejects(clocked.restore('/short', 1), { code: -32000, message: 'Workspace not registered: /short' });
+  t.throws(() => clocked.log('/short'), { code: -32000 });
+  t.equal(await clocked.sweepExpired(), 1);
   t.notOk(store.blobs.has(hash), 'content pinned by an expired registration is released');
-  t.equal(await ws.sweepExpired(), 0);
+  t.equal(await clocked.sweepExpired(), 0);
   t.same(ws.list().map((w) => w.path), ['/forever', '/s']);
 });
 
@@ -222,4 +231,22 @@ t.test('log limit, diff paths absolute, unknown snapshot', async (t) => {
   t.throws(() => methods.workspace_log!.params.parse({ workspace_path: '/l', limit: 0 }));
   t.equal(methods.workspace_log!.params.parse({ workspace_path: '/l' }).limit, 100, 'limit defaults to 100');
   t.same(ws.diff('/l', 2, 2).summary, { added_count: 0, modified_count: 0, deleted_count: 0 });
+});
+
+t.test('file names that are Object.prototype members are ordinary entries', async (t) => {
+  const { fs, workspaces: ws } = await open(t);
+  await fs.write('/o/keep.txt', enc('k'));
+  await ws.register('/o');
+  await ws.snapshot('/o');
+  for (const name of ['__proto__', 'toString', 'constructor', 'hasOwnProperty']) await fs.write(`/o/${name}`, enc(name));
+  await ws.snapshot('/o');
+  t.same(ws.diff('/o', 1, 2), {
+    added: ['/o/__proto__', '/o/constructor', '/o/hasOwnProperty', '/o/toString'], modified: [], deleted: [],
+    summary: { added_count: 4, modified_count: 0, deleted_count: 0 },
+  });
+  t.same(ws.diff('/o', 2, 1).deleted, ['/o/__proto__', '/o/constructor', '/o/hasOwnProperty', '/o/toString']);
+  t.match(await ws.restore('/o', 1), { files_deleted: 4, files_restored: 0 });
+  t.notOk(fs.exists('/o/__proto__'));
+  t.match(await ws.restore('/o', 2), { files_deleted: 0, files_restored: 4 });
+  t.equal(fs.read('/o/__proto__').content.toString(), '__proto__');
 });
