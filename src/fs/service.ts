@@ -690,9 +690,16 @@ export class FsService {
    * the content outlives later writes and deletes of the live files. No bytes are copied.
    * Release with {@link unpinTree}.
    */
-  async pinTree(dir: string): Promise<Map<string, TreeFile>> {
+  async pinTree(dir: string): Promise<Map<string, TreeFile>>;
+  /**
+   * The same, in one transaction with the caller's own checks (`before`, run first: it may throw)
+   * and records (`after`, given the pinned files): a snapshot and its references commit together.
+   */
+  async pinTree<T>(dir: string, before: () => void, after: (files: Map<string, TreeFile>) => T): Promise<T>;
+  async pinTree<T>(dir: string, before?: () => void, after?: (files: Map<string, TreeFile>) => T): Promise<T | Map<string, TreeFile>> {
     const d = normalizePath(dir);
     return this.#store.transact(() => {
+      before?.();
       const files = new Map<string, TreeFile>();
       for (const range of subtreeRanges(d)) {
         for (const { key, value } of this.#entries.range(range)) {
@@ -704,7 +711,7 @@ export class FsService {
         }
       }
       for (const f of files.values()) for (const hash of f.chunks) this.#ref(hash);
-      return files;
+      return after ? after(files) : files;
     });
   }
 

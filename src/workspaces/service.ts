@@ -185,14 +185,17 @@ export class WorkspaceService {
 
   async snapshot(path: string, opts: { description?: string | undefined; tags?: string[] | undefined; created_by?: string | undefined } = {}): Promise<SnapshotRecord> {
     const ws = this.#require(path);
-    const files = await this.#fs.pinTree(ws);
-    const manifest: Manifest = [...files].sort(byRel).map(([rel, f]) => [rel, packFile(f)]);
-    let total = 0;
-    for (const f of files.values()) total += f.size;
     const now = this.#clock();
-    try {
-      const stored = await this.#store.transact(() => {
+    // One transaction: the references the snapshot takes commit with its manifest, or not at all.
+    const stored = await this.#fs.pinTree(
+      ws,
+      () => {
         if (!this.#live(ws, now)) throw notRegistered(ws);
+      },
+      (files) => {
+        const manifest: Manifest = [...files].sort(byRel).map(([rel, f]) => [rel, packFile(f)]);
+        let total = 0;
+        for (const f of files.values()) total += f.size;
         const last = first(this.#snapshots.range({ start: snapRange(ws).end, end: snapRange(ws).start, reverse: true, limit: 1 }));
         const n = (last?.value.snapshot_number ?? 0) + 1;
         const header: StoredSnapshot = {
@@ -202,12 +205,9 @@ export class WorkspaceService {
         this.#snapshots.put(snapKey(ws, n), header);
         this.#manifests.put(snapKey(ws, n), manifest);
         return header;
-      });
-      return toSnapshot(stored);
-    } catch (err) {
-      await this.#fs.unpinTree(files.values());
-      throw err;
-    }
+      },
+    );
+    return toSnapshot(stored);
   }
 
   async restore(path: string, snapshotNumber: number) {
