@@ -159,6 +159,10 @@ t.test('saved mounts: save, list with filters, load, delete; activated again aft
     t.match(mounts.listSaved({ owner_user_id: 'alice' })[0], { description: 'mine', backend_type: 'local', priority: 0, readonly: false });
     await t.rejects(mounts.load('/missing'), { code: -32000, message: 'Mount not found in database: /missing' });
     t.match(await mounts.load('/saved'), { mount_point: '/saved', backend_type: 'LocalBackend' });
+    await t.rejects(mounts.load('/saved'), { code: -32001 }, 'already active');
+    t.equal(await mounts.remove('/saved'), true);
+    t.same(mounts.listSaved({ owner_user_id: 'alice' }).map((m) => m.mount_id), [id], 'remove_mount leaves the saved configuration');
+    t.match(await mounts.load('/saved'), { mount_point: '/saved' });
     await mounts.close();
     await store.close();
   }

@@ -231,6 +231,9 @@ t.test('log limit, diff paths absolute, unknown snapshot', async (t) => {
   t.throws(() => methods.workspace_log!.params.parse({ workspace_path: '/l', limit: 0 }));
   t.equal(methods.workspace_log!.params.parse({ workspace_path: '/l' }).limit, 100, 'limit defaults to 100');
   t.same(ws.diff('/l', 2, 2).summary, { added_count: 0, modified_count: 0, deleted_count: 0 });
+  await ws.register('/l2');
+  t.equal((await ws.snapshot('/l2')).snapshot_number, 1, 'numbers count per workspace');
+  t.equal((await ws.snapshot('/l')).snapshot_number, 6);
 });
 
 t.test('file names that are Object.prototype members are ordinary entries', async (t) => {
