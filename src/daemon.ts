@@ -128,6 +128,7 @@ export class Daemon {
     this.#services = services;
     await services.fs.upgrade();
     await services.mounts.activateSaved();
+    await services.workspaces.sweepExpired();
     const provider = createAuthProvider(
       config.authType, config.authType === 'simple' ? { api_key: config.apiKey } : config.authConfig,
       { store: services.keys, log: log.child({ component: 'auth' }), clock: this.#clock },

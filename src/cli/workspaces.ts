@@ -58,7 +58,7 @@ export function workspaceCommands(cli: Argv): Argv {
         await printLines(keyValues([
           ['path', w.path], ['name', w.name ?? ''], ['description', w.description ?? ''], ['created_by', w.created_by ?? ''],
           ['created_at', w.created_at], ['tags', w.tags.join(', ')], ['metadata', JSON.stringify(w.metadata)],
-          ['expires_at', w.expires_at ?? 'never'],
+          ['session_id', w.session_id ?? ''], ['ttl', w.ttl === null ? 'none' : `${w.ttl} s`], ['expires_at', w.expires_at ?? 'never'],
         ]));
       }))
     .command('snapshot <path>', 'Record a snapshot of every file in the workspace',

@@ -39,9 +39,11 @@ export type MutationKind = 'write' | 'delete' | 'rename' | 'mkdir' | 'rmdir';
 /**
  * Asked before every change made on a client's behalf; throws to refuse it (read-only mounts,
  * crossing a mount boundary). `paths` is the target, or [from, to] for a rename; `subtree` says the
- * change reaches everything below the path too.
+ * change reaches everything below the path too. A guard may return a function: it is called once
+ * the change is settled — committed and its commit hooks done, or refused — so a storage backend
+ * can tell a change in flight from an outside one.
  */
-export type MutationGuard = (kind: MutationKind, paths: readonly string[], subtree: boolean) => void;
+export type MutationGuard = (kind: MutationKind, paths: readonly string[], subtree: boolean) => void | (() => void);
 
 /** Awaited after a commit and before the answer (local mount directories are mirrored here). */
 export type CommitHook = (events: readonly ChangeEvent[]) => Promise<void>;
@@ -135,7 +137,14 @@ export interface TreeFile {
   size: number;
   chunks: string[];
   contentType: string;
+  /** POSIX mode bits (0o644 when never set). */
+  mode: number;
+  /** A symbolic link (the content is its target). */
+  symlink?: true;
 }
+
+/** The mode a file reports when none was ever set (the FUSE face's default). */
+export const DEFAULT_FILE_MODE = 0o644;
 
 export interface VersionEntry {
   version: number;
@@ -223,7 +232,7 @@ export class FsService {
    * opened, where the caller sees the error, rather than at close, where most tools ignore it.
    */
   checkChange(kind: MutationKind, path: string): void {
-    this.#check({}, kind, [normalizeFilePath(path)], false);
+    this.#check({}, kind, [normalizeFilePath(path)], false)();
   }
 
   /** Add a hook awaited after every commit, before the change is answered and published. */
@@ -287,9 +296,13 @@ export class FsService {
 
   async write(path: string, content: Uint8Array, opts: WriteOptions = {}): Promise<WriteResult> {
     const p = normalizeFilePath(path);
-    this.#check(opts, 'write', [p], false);
-    const etag = sha256(content);
-    return this.#commitVersion(p, etag, content.byteLength, splitChunks(content, etag), opts);
+    const settle = this.#check(opts, 'write', [p], false);
+    try {
+      const etag = sha256(content);
+      return await this.#commitVersion(p, etag, content.byteLength, splitChunks(content, etag), opts);
+    } finally {
+      settle();
+    }
   }
 
   /**
@@ -299,25 +312,29 @@ export class FsService {
    */
   async writeChunks(path: string, pieces: readonly ContentPiece[], opts: WriteOptions = {}): Promise<WriteResult> {
     const p = normalizeFilePath(path);
-    this.#check(opts, 'write', [p], false);
-    const whole = createHash('sha256');
-    const chunks: { hash: string; data: Uint8Array | (() => Uint8Array) }[] = [];
-    let size = 0;
-    for (const [i, piece] of pieces.entries()) {
-      const data = typeof piece.data === 'function' ? piece.data() : piece.data;
-      const n = data.byteLength;
-      if (n > CHUNK_SIZE || (n < CHUNK_SIZE && i < pieces.length - 1)) {
-        throw new Error(`writeChunks: piece ${i} of ${pieces.length} has ${n} bytes (chunks are ${CHUNK_SIZE})`);
+    const settle = this.#check(opts, 'write', [p], false);
+    try {
+      const whole = createHash('sha256');
+      const chunks: { hash: string; data: Uint8Array | (() => Uint8Array) }[] = [];
+      let size = 0;
+      for (const [i, piece] of pieces.entries()) {
+        const data = typeof piece.data === 'function' ? piece.data() : piece.data;
+        const n = data.byteLength;
+        if (n > CHUNK_SIZE || (n < CHUNK_SIZE && i < pieces.length - 1)) {
+          throw new Error(`writeChunks: piece ${i} of ${pieces.length} has ${n} bytes (chunks are ${CHUNK_SIZE})`);
+        }
+        whole.update(data);
+        size += n;
+        // A loaded piece is not kept: it is loaded again inside the commit if the store lacks it.
+        chunks.push({ hash: piece.hash ?? sha256(data), data: piece.data });
       }
-      whole.update(data);
-      size += n;
-      // A loaded piece is not kept: it is loaded again inside the commit if the store lacks it.
-      chunks.push({ hash: piece.hash ?? sha256(data), data: piece.data });
+      const etag = whole.digest('hex');
+      // An empty file is one empty chunk, as write() stores it.
+      if (chunks.length === 0) chunks.push({ hash: etag, data: new Uint8Array(0) });
+      return await this.#commitVersion(p, etag, size, chunks, opts);
+    } finally {
+      settle();
     }
-    const etag = whole.digest('hex');
-    // An empty file is one empty chunk, as write() stores it.
-    if (chunks.length === 0) chunks.push({ hash: etag, data: new Uint8Array(0) });
-    return this.#commitVersion(p, etag, size, chunks, opts);
   }
 
   /** Store one new version of `p` made of `pieces` (checks first, then writes: see the module note). */
@@ -365,14 +382,18 @@ export class FsService {
 
   async delete(path: string, origin: ChangeOrigin = {}): Promise<void> {
     const p = normalizeFilePath(path);
-    this.#check(origin, 'delete', [p], false);
-    await this.#store.transact(() => {
-      const rec = this.#entries.get(entryKey(p));
-      if (!rec) throw fileNotFound(p);
-      if (rec.kind === 'dir') throw isADirectory(p);
-      this.#removeFile(p, rec);
-    });
-    await this.#commit([{ type: 'delete', path: p, at: iso(Date.now()) }]);
+    const settle = this.#check(origin, 'delete', [p], false);
+    try {
+      await this.#store.transact(() => {
+        const rec = this.#entries.get(entryKey(p));
+        if (!rec) throw fileNotFound(p);
+        if (rec.kind === 'dir') throw isADirectory(p);
+        this.#removeFile(p, rec);
+      });
+      await this.#commit([{ type: 'delete', path: p, at: iso(Date.now()) }]);
+    } finally {
+      settle();
+    }
   }
 
   /**
@@ -384,88 +405,100 @@ export class FsService {
   async rename(oldPath: string, newPath: string, origin: { overwrite?: boolean | undefined } & ChangeOrigin = {}): Promise<void> {
     const from = normalizeFilePath(oldPath);
     const to = normalizeFilePath(newPath);
-    this.#check(origin, 'rename', [from, to], true);
-    if (from === to) {
-      if (!this.stat(from)) throw fileNotFound(from);
-      return;
-    }
-    if (isWithin(to, from)) {
-      throw new ValidationError(`Cannot move ${from} into itself (${to})`, { path: to, errno: 'EINVAL' });
-    }
-    const now = Date.now();
-    const created = await this.#store.transact(() => {
-      const src = this.#entries.get(entryKey(from));
-      if (!src) throw fileNotFound(from);
-      const dst = this.#entries.get(entryKey(to));
-      if (dst && !origin.overwrite) {
-        throw new ExistsError(`Destination path already exists: ${to}`, { path: to });
+    const settle = this.#check(origin, 'rename', [from, to], true);
+    try {
+      if (from === to) {
+        if (!this.stat(from)) throw fileNotFound(from);
+        return;
       }
-      if (dst?.kind === 'dir' && src.kind === 'file') throw isADirectory(to);
-      if (dst?.kind === 'file' && src.kind === 'dir') throw notADirectory(to);
-      if (dst?.kind === 'dir' && first(this.#entries.keys({ ...childrenRange(to), limit: 1 })) !== undefined) {
-        throw new ValidationError(`Directory not empty: ${to}`, { path: to, errno: 'ENOTEMPTY' });
+      if (isWithin(to, from)) {
+        throw new ValidationError(`Cannot move ${from} into itself (${to})`, { path: to, errno: 'EINVAL' });
       }
-      const missingParents = this.#checkParents(to, true);
-      this.#createDirs(missingParents, now);
-      if (dst?.kind === 'file' && src.kind === 'file') {
-        this.#replaceFile(from, src, to, dst, now);
-        return missingParents;
-      }
-      if (dst) this.#entries.remove(entryKey(to));
-      this.#move(from, to, src);
-      if (src.kind === 'dir') {
-        // Collect first: the ranges change under us as we move.
-        const below: [string, EntryRecord][] = [];
-        for (const range of subtreeRanges(from)) {
-          for (const { key, value } of this.#entries.range(range)) below.push([keyPath(key), value]);
+      const now = Date.now();
+      const created = await this.#store.transact(() => {
+        const src = this.#entries.get(entryKey(from));
+        if (!src) throw fileNotFound(from);
+        const dst = this.#entries.get(entryKey(to));
+        if (dst && !origin.overwrite) {
+          throw new ExistsError(`Destination path already exists: ${to}`, { path: to });
         }
-        for (const [path, rec] of below) this.#move(path, to + path.slice(from.length), rec);
-      }
-      return missingParents;
-    });
-    await this.#commit([...mkdirEvents(created, now), { type: 'rename', path: from, new_path: to, at: iso(now) }]);
+        if (dst?.kind === 'dir' && src.kind === 'file') throw isADirectory(to);
+        if (dst?.kind === 'file' && src.kind === 'dir') throw notADirectory(to);
+        if (dst?.kind === 'dir' && first(this.#entries.keys({ ...childrenRange(to), limit: 1 })) !== undefined) {
+          throw new ValidationError(`Directory not empty: ${to}`, { path: to, errno: 'ENOTEMPTY' });
+        }
+        const missingParents = this.#checkParents(to, true);
+        this.#createDirs(missingParents, now);
+        if (dst?.kind === 'file' && src.kind === 'file') {
+          this.#replaceFile(from, src, to, dst, now);
+          return missingParents;
+        }
+        if (dst) this.#entries.remove(entryKey(to));
+        this.#move(from, to, src);
+        if (src.kind === 'dir') {
+          // Collect first: the ranges change under us as we move.
+          const below: [string, EntryRecord][] = [];
+          for (const range of subtreeRanges(from)) {
+            for (const { key, value } of this.#entries.range(range)) below.push([keyPath(key), value]);
+          }
+          for (const [path, rec] of below) this.#move(path, to + path.slice(from.length), rec);
+        }
+        return missingParents;
+      });
+      await this.#commit([...mkdirEvents(created, now), { type: 'rename', path: from, new_path: to, at: iso(now) }]);
+    } finally {
+      settle();
+    }
   }
 
   async mkdir(
     path: string, opts: { parents?: boolean; existOk?: boolean; attributes?: EntryAttributes | undefined } & ChangeOrigin = {},
   ): Promise<void> {
     const p = normalizePath(path);
-    if (p !== '/') this.#check(opts, 'mkdir', [p], false);
-    if (p === '/') {
-      if (opts.parents || opts.existOk) return;
-      throw new ExistsError('Directory already exists: /', { path: p });
-    }
-    const now = Date.now();
-    const created = await this.#store.transact(() => {
-      const existing = this.#entries.get(entryKey(p));
-      if (existing?.kind === 'dir') {
-        if (opts.parents || opts.existOk) return [];
-        throw new ExistsError(`Directory already exists: ${p}`, { path: p });
+    const settle = p !== '/' ? this.#check(opts, 'mkdir', [p], false) : () => undefined;
+    try {
+      if (p === '/') {
+        if (opts.parents || opts.existOk) return;
+        throw new ExistsError('Directory already exists: /', { path: p });
       }
-      if (existing) throw new ExistsError(`File exists: ${p}`, { path: p });
-      const missing = this.#checkParents(p, opts.parents ?? false);
-      this.#createDirs(missing, now);
-      this.#entries.put(entryKey(p), { kind: 'dir', created: now, modified: now, ...opts.attributes } satisfies DirRecord);
-      return [...missing, p];
-    });
-    await this.#commit(mkdirEvents(created, now));
+      const now = Date.now();
+      const created = await this.#store.transact(() => {
+        const existing = this.#entries.get(entryKey(p));
+        if (existing?.kind === 'dir') {
+          if (opts.parents || opts.existOk) return [];
+          throw new ExistsError(`Directory already exists: ${p}`, { path: p });
+        }
+        if (existing) throw new ExistsError(`File exists: ${p}`, { path: p });
+        const missing = this.#checkParents(p, opts.parents ?? false);
+        this.#createDirs(missing, now);
+        this.#entries.put(entryKey(p), { kind: 'dir', created: now, modified: now, ...opts.attributes } satisfies DirRecord);
+        return [...missing, p];
+      });
+      await this.#commit(mkdirEvents(created, now));
+    } finally {
+      settle();
+    }
   }
 
   async rmdir(path: string, opts: { recursive?: boolean } & ChangeOrigin = {}): Promise<void> {
     const p = normalizePath(path);
     if (p === '/') throw new InvalidPathError('The root directory cannot be removed', path);
-    this.#check(opts, 'rmdir', [p], true);
-    await this.#store.transact(() => {
-      const rec = this.#entries.get(entryKey(p));
-      if (!rec) throw new NotFoundError(`Directory not found: ${p}`, { path: p });
-      if (rec.kind !== 'dir') throw notADirectory(p);
-      const hasChild = first(this.#entries.keys({ ...childrenRange(p), limit: 1 })) !== undefined;
-      if (hasChild && !opts.recursive) {
-        throw new ValidationError(`Directory not empty: ${p}`, { path: p, errno: 'ENOTEMPTY' });
-      }
-      this.#removeSubtree(p);
-    });
-    await this.#commit([{ type: 'rmdir', path: p, at: iso(Date.now()) }]);
+    const settle = this.#check(opts, 'rmdir', [p], true);
+    try {
+      await this.#store.transact(() => {
+        const rec = this.#entries.get(entryKey(p));
+        if (!rec) throw new NotFoundError(`Directory not found: ${p}`, { path: p });
+        if (rec.kind !== 'dir') throw notADirectory(p);
+        const hasChild = first(this.#entries.keys({ ...childrenRange(p), limit: 1 })) !== undefined;
+        if (hasChild && !opts.recursive) {
+          throw new ValidationError(`Directory not empty: ${p}`, { path: p, errno: 'ENOTEMPTY' });
+        }
+        this.#removeSubtree(p);
+      });
+      await this.#commit([{ type: 'rmdir', path: p, at: iso(Date.now()) }]);
+    } finally {
+      settle();
+    }
   }
 
   /**
@@ -474,26 +507,30 @@ export class FsService {
    */
   async setAttributes(path: string, changes: AttributeChanges, origin: ChangeOrigin = {}): Promise<EntryRecord> {
     const p = normalizeFilePath(path);
-    this.#check(origin, 'write', [p], false);
-    return this.#store.transact(() => {
-      const rec = this.#entries.get(entryKey(p));
-      if (!rec) throw new NotFoundError(`Not found: ${p}`, { path: p });
-      const next: EntryRecord = { ...rec };
-      if (changes.mode !== undefined) next.mode = changes.mode & 0o7777;
-      if (changes.uid !== undefined) next.uid = changes.uid;
-      if (changes.gid !== undefined) next.gid = changes.gid;
-      if (changes.modified !== undefined && changes.modified !== rec.modified) {
-        // The current version keeps its commit time (versions list), whatever the file's mtime.
-        if (next.kind === 'file') {
-          const at = next.versionAt ?? next.modified;
-          if (at === changes.modified) delete next.versionAt;
-          else next.versionAt = at;
+    const settle = this.#check(origin, 'write', [p], false);
+    try {
+      return await this.#store.transact(() => {
+        const rec = this.#entries.get(entryKey(p));
+        if (!rec) throw new NotFoundError(`Not found: ${p}`, { path: p });
+        const next: EntryRecord = { ...rec };
+        if (changes.mode !== undefined) next.mode = changes.mode & 0o7777;
+        if (changes.uid !== undefined) next.uid = changes.uid;
+        if (changes.gid !== undefined) next.gid = changes.gid;
+        if (changes.modified !== undefined && changes.modified !== rec.modified) {
+          // The current version keeps its commit time (versions list), whatever the file's mtime.
+          if (next.kind === 'file') {
+            const at = next.versionAt ?? next.modified;
+            if (at === changes.modified) delete next.versionAt;
+            else next.versionAt = at;
+          }
+          next.modified = changes.modified;
         }
-        next.modified = changes.modified;
-      }
-      this.#entries.put(entryKey(p), next);
-      return next;
-    });
+        this.#entries.put(entryKey(p), next);
+        return next;
+      });
+    } finally {
+      settle();
+    }
   }
 
   // ---------------------------------------------------------------- listing and search
@@ -664,24 +701,28 @@ export class FsService {
 
   async rollback(path: string, version: number): Promise<{ success: true; version: number; etag: string }> {
     const p = normalizeFilePath(path);
-    this.#check({}, 'write', [p], false);
-    const now = Date.now();
-    const result = await this.#store.transact(() => {
-      const rec = this.file(p);
-      const old = this.#version(p, version);
-      const next = rec.version + 1;
-      for (const hash of old.chunks) this.#ref(hash);
-      // History is never rewritten: the old content comes back as a new version.
-      this.#versions.put(versionKey(p, rec.version), currentVersion(rec));
-      const { versionAt: _at, ...kept } = rec;
-      this.#entries.put(entryKey(p), {
-        ...kept, version: next, etag: old.etag, size: old.size, chunks: old.chunks, contentType: old.contentType, modified: now,
-        source: `rollback:${version}`,
+    const settle = this.#check({}, 'write', [p], false);
+    try {
+      const now = Date.now();
+      const result = await this.#store.transact(() => {
+        const rec = this.file(p);
+        const old = this.#version(p, version);
+        const next = rec.version + 1;
+        for (const hash of old.chunks) this.#ref(hash);
+        // History is never rewritten: the old content comes back as a new version.
+        this.#versions.put(versionKey(p, rec.version), currentVersion(rec));
+        const { versionAt: _at, ...kept } = rec;
+        this.#entries.put(entryKey(p), {
+          ...kept, version: next, etag: old.etag, size: old.size, chunks: old.chunks, contentType: old.contentType, modified: now,
+          source: `rollback:${version}`,
+        });
+        return { version: next, etag: old.etag };
       });
-      return { version: next, etag: old.etag };
-    });
-    await this.#commit([{ type: 'write', path: p, etag: result.etag, version: result.version, at: iso(now) }]);
-    return { success: true, ...result };
+      await this.#commit([{ type: 'write', path: p, etag: result.etag, version: result.version, at: iso(now) }]);
+      return { success: true, ...result };
+    } finally {
+      settle();
+    }
   }
 
   diffVersions(path: string, v1: number, v2: number, mode: 'metadata' | 'content'): VersionDiff | string {
@@ -705,20 +746,28 @@ export class FsService {
    * the content outlives later writes and deletes of the live files. No bytes are copied.
    * Release with {@link unpinTree}.
    */
-  async pinTree(dir: string): Promise<Map<string, TreeFile>> {
+  async pinTree(dir: string): Promise<Map<string, TreeFile>>;
+  /**
+   * The same, in one transaction with the caller's own checks (`before`, run first: it may throw)
+   * and records (`after`, given the pinned files): a snapshot and its references commit together.
+   */
+  async pinTree<T>(dir: string, before: () => void, after: (files: Map<string, TreeFile>) => T): Promise<T>;
+  async pinTree<T>(dir: string, before?: () => void, after?: (files: Map<string, TreeFile>) => T): Promise<T | Map<string, TreeFile>> {
     const d = normalizePath(dir);
     return this.#store.transact(() => {
+      before?.();
       const files = new Map<string, TreeFile>();
       for (const range of subtreeRanges(d)) {
         for (const { key, value } of this.#entries.range(range)) {
           if (value.kind !== 'file') continue;
           files.set(relativeTo(keyPath(key), d), {
             etag: value.etag, size: value.size, chunks: value.chunks, contentType: value.contentType,
+            mode: value.mode ?? DEFAULT_FILE_MODE, ...(value.symlink ? { symlink: true as const } : {}),
           });
         }
       }
       for (const f of files.values()) for (const hash of f.chunks) this.#ref(hash);
-      return files;
+      return after ? after(files) : files;
     });
   }
 
@@ -737,53 +786,74 @@ export class FsService {
    */
   async restoreTree(dir: string, files: ReadonlyMap<string, TreeFile>): Promise<{ restored: number; deleted: number }> {
     const d = normalizePath(dir);
-    this.#check({}, 'write', [d], true);
-    const abs = (rel: string) => (d === '/' ? '/' + rel : d + '/' + rel);
-    const now = Date.now();
-    const changes: ChangeEvent[] = [];
-    const result = await this.#store.transact(() => {
-      const current = new Map<string, FileRecord>();
-      for (const range of subtreeRanges(d)) {
-        for (const { key, value } of this.#entries.range(range)) {
-          if (value.kind === 'file') current.set(keyPath(key), value);
-        }
-      }
-      let deleted = 0;
-      for (const p of current.keys()) {
-        if (!files.has(relativeTo(p, d))) {
-          this.#removeFile(p, current.get(p)!);
-          changes.push({ type: 'delete', path: p, at: iso(now) });
-          deleted++;
-        }
-      }
-      let restored = 0;
-      for (const [rel, f] of files) {
-        const p = abs(rel);
-        const existing = this.#entries.get(entryKey(p));
-        if (existing?.kind === 'file' && existing.etag === f.etag) continue;
-        if (existing?.kind === 'dir') this.#removeSubtree(p);
-        for (const a of ancestorsOf(p)) {
-          const rec = this.#entries.get(entryKey(a));
-          if (rec?.kind === 'file') this.#removeFile(a, rec);
-          if (rec?.kind !== 'dir') {
-            this.#entries.put(entryKey(a), { kind: 'dir', created: now, modified: now });
-            changes.push({ type: 'mkdir', path: a, at: iso(now) });
+    const settle = this.#check({}, 'write', [d], true);
+    try {
+      const abs = (rel: string) => (d === '/' ? '/' + rel : d + '/' + rel);
+      const now = Date.now();
+      const changes: ChangeEvent[] = [];
+      const result = await this.#store.transact(() => {
+        const current = new Map<string, FileRecord>();
+        for (const range of subtreeRanges(d)) {
+          for (const { key, value } of this.#entries.range(range)) {
+            if (value.kind === 'file') current.set(keyPath(key), value);
           }
         }
-        const version = (existing?.kind === 'file' ? existing.version : 0) + 1;
-        for (const hash of f.chunks) this.#ref(hash);
-        if (existing?.kind === 'file') this.#versions.put(versionKey(p, existing.version), currentVersion(existing));
-        this.#entries.put(entryKey(p), {
-          kind: 'file', version, etag: f.etag, size: f.size, chunks: f.chunks, contentType: f.contentType,
-          created: existing?.kind === 'file' ? existing.created : now, modified: now, source: 'restore',
-        });
-        changes.push({ type: 'write', path: p, etag: f.etag, version, at: iso(now) });
-        restored++;
-      }
-      return { restored, deleted };
-    });
-    await this.#commit(changes);
-    return result;
+        let deleted = 0;
+        for (const [p, rec] of current) {
+          if (!files.has(relativeTo(p, d))) {
+            this.#removeFile(p, rec);
+            changes.push({ type: 'delete', path: p, at: iso(now) });
+            deleted++;
+          }
+        }
+        let restored = 0;
+        for (const [rel, f] of files) {
+          const p = abs(rel);
+          const existing = this.#entries.get(entryKey(p));
+          // Manifests written before modes were recorded have none: the live mode stays then.
+          const mode = f.mode ?? (existing?.kind === 'file' ? existing.mode : undefined);
+          if (existing?.kind === 'file' && existing.etag === f.etag && !existing.symlink === !f.symlink) {
+            // Same content: only the mode may differ, and that is metadata, not a new version.
+            if ((existing.mode ?? DEFAULT_FILE_MODE) !== (mode ?? DEFAULT_FILE_MODE)) {
+              // The current version keeps its commit time (versions list), as in setAttributes.
+              this.#entries.put(entryKey(p), {
+                ...existing, mode: mode ?? DEFAULT_FILE_MODE, modified: now, versionAt: existing.versionAt ?? existing.modified,
+              });
+            }
+            continue;
+          }
+          if (existing?.kind === 'dir') this.#removeSubtree(p);
+          for (const a of ancestorsOf(p)) {
+            const rec = this.#entries.get(entryKey(a));
+            if (rec?.kind === 'file') this.#removeFile(a, rec);
+            if (rec?.kind !== 'dir') {
+              this.#entries.put(entryKey(a), { kind: 'dir', created: now, modified: now });
+              changes.push({ type: 'mkdir', path: a, at: iso(now) });
+            }
+          }
+          const kept = existing?.kind === 'file' ? existing : undefined;
+          const version = (kept?.version ?? 0) + 1;
+          for (const hash of f.chunks) this.#ref(hash);
+          // The replaced version joins the history; the entry holds the current one.
+          if (kept) this.#versions.put(versionKey(p, kept.version), currentVersion(kept));
+          this.#entries.put(entryKey(p), {
+            kind: 'file', version, etag: f.etag, size: f.size, chunks: f.chunks, contentType: f.contentType,
+            created: kept?.created ?? now, modified: now, source: 'restore',
+            ...(mode !== undefined ? { mode } : {}),
+            ...(kept?.uid !== undefined ? { uid: kept.uid } : {}),
+            ...(kept?.gid !== undefined ? { gid: kept.gid } : {}),
+            ...(f.symlink ? { symlink: true } : {}),
+          });
+          changes.push({ type: 'write', path: p, etag: f.etag, version, at: iso(now) });
+          restored++;
+        }
+        return { restored, deleted };
+      });
+      await this.#commit(changes);
+      return result;
+    } finally {
+      settle();
+    }
   }
 
   // ---------------------------------------------------------------- internals (inside transactions)
@@ -899,9 +969,20 @@ export class FsService {
     }
   }
 
-  #check(origin: ChangeOrigin, kind: MutationKind, paths: readonly string[], subtree: boolean): void {
-    if (origin.fromBackend) return;
-    for (const guard of this.#guards) guard(kind, paths, subtree);
+  /** Run the guards; returns what to call once the change is settled (committed and mirrored, or refused). */
+  #check(origin: ChangeOrigin, kind: MutationKind, paths: readonly string[], subtree: boolean): () => void {
+    if (origin.fromBackend) return noop;
+    const settles: (() => void)[] = [];
+    try {
+      for (const guard of this.#guards) {
+        const settle = guard(kind, paths, subtree);
+        if (settle) settles.push(settle);
+      }
+    } catch (err) {
+      for (const settle of settles) settle();
+      throw err;
+    }
+    return settles.length === 0 ? noop : () => { for (const settle of settles) settle(); };
   }
 
   /** After a commit: run the hooks, then publish. A failing hook is reported after publishing. */
@@ -922,6 +1003,7 @@ export class FsService {
 /** The layout {@link FsService.upgrade} brings a data directory to. */
 const LAYOUT_KEY = 'layout';
 const LAYOUT = 2;
+const noop = (): void => undefined;
 
 const ROOT: DirRecord = Object.freeze({ kind: 'dir', created: 0, modified: 0 }) as DirRecord;
 

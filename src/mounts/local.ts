@@ -9,8 +9,8 @@
  * mount is activated: svc's view of the mount point is made equal to it.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, realpathSync } from 'node:fs';
-import { lstat, mkdir, open, readFile, readdir, realpath, rename, rm, unlink } from 'node:fs/promises';
+import { createReadStream, realpathSync, type Stats } from 'node:fs';
+import { lstat, mkdir, open, readFile, readdir, realpath, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import chokidar, { type FSWatcher } from 'chokidar';
 import type { Logger } from '../core/log.js';
@@ -27,24 +27,56 @@ async function hashFile(path: string): Promise<string> {
   return h.digest('hex');
 }
 
+/** Which svc paths a backend answers for, given the other active mounts (routing, spec §4.6). */
+export interface Ownership {
+  /** `path` routes to this backend (no mount of higher precedence claims it). */
+  owns(path: string): boolean;
+  /** Another active mount point lies at or below `path` (its content is not this backend's). */
+  holdsOther(path: string): boolean;
+}
+
 export class LocalBackend {
   readonly #fs: FsService;
   readonly #log: Logger;
+  readonly #own: Ownership;
+  /**
+   * Client changes to this mount in flight (from the guard until committed and mirrored, see
+   * {@link beginChange}), mirrorings in progress, and a count of both started: an outside change
+   * is imported only if no svc change to the directory was in flight or started while it was being
+   * looked at, so a late watcher event never brings back what svc has just removed (or undoes what
+   * it wrote).
+   */
+  readonly #mirroring = new Set<Promise<void>>();
+  #pending = 0;
+  #waiters: (() => void)[] = [];
+  #generation = 0;
   /** etag of what is on disk, by path relative to the root: lets both directions skip their own echo. */
   readonly #onDisk = new Map<string, string>();
   #root = '';
   #watcher: FSWatcher | undefined;
   #queue: Promise<void> = Promise.resolve();
 
-  constructor(readonly mountPoint: string, readonly dataDir: string, deps: { fs: FsService; log: Logger }) {
+  /** How a watcher event looks at the disk (injectable, so tests can hold it mid-look). */
+  readonly #probe: (host: string) => Promise<Stats | undefined>;
+
+  constructor(
+    readonly mountPoint: string, readonly dataDir: string,
+    deps: { fs: FsService; log: Logger; ownership: Ownership; probe?: ((host: string) => Promise<Stats | undefined>) | undefined },
+  ) {
     this.#fs = deps.fs;
     this.#log = deps.log;
+    this.#own = deps.ownership;
+    this.#probe = deps.probe ?? ((host) => lstat(host).catch(() => undefined));
   }
 
-  /** Create the directory if needed, make svc's view equal to it, and start watching it. */
-  async start(): Promise<void> {
+  /** Create the directory if needed and resolve it; after this, svc changes can be mirrored into it. */
+  async prepare(): Promise<void> {
     await mkdir(this.dataDir, { recursive: true });
     this.#root = await realpath(this.dataDir);
+  }
+
+  /** Make svc's view equal to the directory, and start watching it ({@link prepare} first). */
+  async start(): Promise<void> {
     await this.#fs.mkdir(this.mountPoint, { parents: true, fromBackend: true });
     await this.#initialSync();
     const watcher = chokidar.watch(this.#root, {
@@ -63,6 +95,15 @@ export class LocalBackend {
     await this.#watcher?.close();
     this.#watcher = undefined;
     await this.#queue;
+  }
+
+  /**
+   * Make svc's view of what this backend owns equal to the directory again (after a mount that
+   * covered part of it is removed), in turn with the watcher's imports.
+   */
+  resync(): Promise<void> {
+    this.#enqueue(() => this.#initialSync());
+    return this.#queue;
   }
 
   /**
@@ -88,8 +129,48 @@ export class LocalBackend {
     }
   }
 
+  /**
+   * A client change that reaches this mount is about to be made (called by the mount guard,
+   * before the change's transaction); the function returned is called once it is settled.
+   */
+  beginChange(): () => void {
+    this.#generation++;
+    this.#pending++;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.#generation++;
+      if (--this.#pending === 0) {
+        const waiters = this.#waiters;
+        this.#waiters = [];
+        for (const wake of waiters) wake();
+      }
+    };
+  }
+
+  /** Until no client change is in flight and nothing is being mirrored. */
+  async #quiet(): Promise<void> {
+    for (;;) {
+      if (this.#pending) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+      else if (this.#mirroring.size) await Promise.allSettled([...this.#mirroring]);
+      else return;
+    }
+  }
+
   /** Mirror committed svc changes (already routed to this mount) into the host directory. */
   async apply(event: ChangeEvent): Promise<void> {
+    this.#generation++;
+    const done = this.#applyNow(event);
+    this.#mirroring.add(done);
+    try {
+      await done;
+    } finally {
+      this.#mirroring.delete(done);
+    }
+  }
+
+  async #applyNow(event: ChangeEvent): Promise<void> {
     const rel = this.#rel(event.path);
     const host = this.#hostPath(event.path);
     switch (event.type) {
@@ -190,7 +271,8 @@ export class LocalBackend {
         if (ent.name.startsWith(TEMP_PREFIX)) continue;
         const host = join(dir, ent.name);
         const svcPath = this.#svcPath(host);
-        if (!svcPath) continue;
+        // A path another mount takes precedence for is that mount's, with everything below it.
+        if (!svcPath || !this.#own.owns(svcPath)) continue;
         if (ent.isSymbolicLink()) {
           if (await this.#escapes(host)) {
             this.#log.warn({ mount: this.mountPoint, path: host }, 'symlink points outside the mount directory: not imported');
@@ -214,8 +296,9 @@ export class LocalBackend {
     };
     await walk(this.#root);
     // Whatever svc holds under the mount point that the directory does not is gone.
+    const pathOf = (e: { path: string; is_directory: boolean }) => (e.is_directory ? e.path.slice(0, -1) : e.path);
     const stale = this.#fs.list(this.mountPoint, { recursive: true })
-      .filter((e) => !seen.has(e.is_directory ? e.path.slice(0, -1) : e.path))
+      .filter((e) => !seen.has(pathOf(e)) && this.#own.owns(pathOf(e)) && !this.#own.holdsOther(pathOf(e)))
       .sort((a, b) => b.path.length - a.path.length);
     for (const e of stale) {
       const p = e.is_directory ? e.path.slice(0, -1) : e.path;
@@ -232,34 +315,68 @@ export class LocalBackend {
   async #onHostChange(event: string, host: string): Promise<void> {
     const svcPath = this.#svcPath(host);
     if (!svcPath || svcPath === this.mountPoint || !isWithin(svcPath, this.mountPoint)) return;
-    // Events arrive late (write-finish stabilisation): act on what the disk holds now, not on what
-    // it held then, or a stale addDir would bring back a directory svc has just removed.
-    const now = await lstat(host).catch(() => undefined);
+    if (!this.#own.owns(svcPath)) return;
+    // Look at the disk while no svc change is being mirrored into it; if one started meanwhile,
+    // look again once it is done: what the disk held then may be what svc has just replaced.
+    for (let attempt = 0; attempt < 20; attempt++) {
+      await this.#quiet();
+      const generation = this.#generation;
+      const action = await this.#decide(event, host, svcPath);
+      if (this.#generation !== generation || this.#pending || this.#mirroring.size) continue;
+      if (action) await action();
+      return;
+    }
+    this.#log.warn({ mount: this.mountPoint, path: host }, 'outside change not imported: svc kept changing the same directory');
+  }
+
+  /**
+   * What an outside change asks svc to do, decided from what the disk holds now (events arrive
+   * late: write-finish stabilisation), returned as an action to run at once, with svc's state
+   * compared synchronously inside it.
+   */
+  async #decide(event: string, host: string, svcPath: string): Promise<(() => Promise<void>) | undefined> {
+    const now = await this.#probe(host);
+    const rel = this.#rel(svcPath);
     switch (event) {
       case 'add':
       case 'change': {
-        if (!now) return;
+        if (!now) return undefined;
         if (now.isSymbolicLink() && (await this.#escapes(host))) {
           this.#log.warn({ mount: this.mountPoint, path: host }, 'symlink points outside the mount directory: not imported');
-          return;
+          return undefined;
         }
-        await this.#import(svcPath, host);
-        return;
+        const st = now.isSymbolicLink() ? await stat(host).catch(() => undefined) : now;
+        if (!st?.isFile()) return undefined;
+        const content = await readFile(host);
+        const etag = createHash('sha256').update(content).digest('hex');
+        return async () => {
+          this.#onDisk.set(rel, etag);
+          const current = this.#fs.stat(svcPath);
+          if (current?.kind === 'file' && current.etag === etag) return;
+          await this.#fs.write(svcPath, content, { force: true, fromBackend: true });
+        };
       }
       case 'unlink':
-        if (now) return;
-        this.#onDisk.delete(this.#rel(svcPath));
-        if (this.#fs.stat(svcPath)?.kind === 'file') await this.#fs.delete(svcPath, { fromBackend: true });
-        return;
+        if (now) return undefined;
+        return async () => {
+          this.#onDisk.delete(rel);
+          if (this.#fs.stat(svcPath)?.kind === 'file') await this.#fs.delete(svcPath, { fromBackend: true });
+        };
       case 'addDir':
-        if (!now?.isDirectory() || this.#fs.stat(svcPath)?.kind === 'dir') return;
-        await this.#fs.mkdir(svcPath, { parents: true, fromBackend: true });
-        return;
+        if (!now?.isDirectory()) return undefined;
+        return async () => {
+          if (this.#fs.stat(svcPath)?.kind !== 'dir') await this.#fs.mkdir(svcPath, { parents: true, fromBackend: true });
+        };
       case 'unlinkDir':
-        if (now) return;
-        this.#forget(this.#rel(svcPath));
-        if (this.#fs.stat(svcPath)?.kind === 'dir') await this.#fs.rmdir(svcPath, { recursive: true, fromBackend: true });
-        return;
+        if (now) return undefined;
+        return async () => {
+          this.#forget(rel);
+          if (this.#fs.stat(svcPath)?.kind === 'dir' && !this.#own.holdsOther(svcPath)) {
+            await this.#fs.rmdir(svcPath, { recursive: true, fromBackend: true });
+          }
+        };
+      default:
+        return undefined;
     }
   }
 }

@@ -101,20 +101,29 @@ export class MountService {
         backend_type: spec.backend_type,
       });
     }
-    const backend = new LocalBackend(spec.mount_point, spec.backend_config.data_dir as string, {
+    const active: ActiveMount = { spec, backend: undefined as unknown as LocalBackend };
+    active.backend = new LocalBackend(spec.mount_point, spec.backend_config.data_dir as string, {
       fs: this.#fs, log: this.#log.child({ mount: spec.mount_point }),
+      ownership: {
+        owns: (p) => this.route(p) === active,
+        holdsOther: (p) => [...this.#active.values()].some((m) => m !== active && isWithin(m.spec.mount_point, p)),
+      },
     });
+    const backend = active.backend;
     // Reserve the point first so a concurrent add of the same point is refused.
-    const active = { spec, backend };
     this.#active.set(spec.mount_point, active);
     try {
+      await backend.prepare();
+      // Route to it before importing: what its first sync changes below the point is its own, and
+      // must not be mirrored into a mount it overlaps.
+      this.#reorder();
       await backend.start();
     } catch (err) {
       this.#active.delete(spec.mount_point);
+      this.#reorder();
       await backend.stop().catch(() => undefined);
       throw new ValidationError(`Cannot mount ${spec.backend_config.data_dir as string}: ${(err as Error).message}`, { path: spec.mount_point });
     }
-    this.#reorder();
     this.#log.info({ mount_point: spec.mount_point, data_dir: spec.backend_config.data_dir }, 'mounted');
     return spec.mount_point;
   }
@@ -127,6 +136,10 @@ export class MountService {
     this.#active.delete(mp);
     this.#reorder();
     await m.backend.stop();
+    // What the removed mount covered of an enclosing mount is that mount's again: resync it.
+    for (const outer of this.#order) {
+      if (isWithin(mp, outer.spec.mount_point)) await outer.backend.resync();
+    }
     return true;
   }
 
@@ -212,10 +225,16 @@ export class MountService {
       b.spec.priority - a.spec.priority || b.spec.mount_point.length - a.spec.mount_point.length);
   }
 
-  #guard(kind: MutationKind, paths: readonly string[], subtree: boolean): void {
-    if (this.#active.size === 0) return;
+  /**
+   * Refuse what a mount does not allow; otherwise tell every backend the change reaches that it is
+   * in flight, until it is settled (see LocalBackend.beginChange).
+   */
+  #guard(kind: MutationKind, paths: readonly string[], subtree: boolean): (() => void) | undefined {
+    if (this.#active.size === 0) return undefined;
+    const reached = new Set<ActiveMount>();
     for (const p of paths) {
       const m = this.route(p);
+      if (m) reached.add(m);
       if (m?.spec.readonly) {
         throw new PermissionDeniedError(`Read-only mount: ${p} (mounted at ${m.spec.mount_point})`, { path: p, errno: 'EROFS' });
       }
@@ -225,6 +244,7 @@ export class MountService {
       for (const m of this.#active.values()) {
         const mp = m.spec.mount_point;
         if (!isWithin(mp, paths[0]!)) continue;
+        reached.add(m);
         if (m.spec.readonly) {
           throw new PermissionDeniedError(`Read-only mount: ${mp} lies within ${paths[0]}`, { path: mp, errno: 'EROFS' });
         }
@@ -240,6 +260,9 @@ export class MountService {
         { path: paths[1], errno: 'EXDEV' },
       );
     }
+    if (reached.size === 0) return undefined;
+    const ends = [...reached].map((m) => m.backend.beginChange());
+    return () => { for (const end of ends) end(); };
   }
 
   async #mirror(events: readonly ChangeEvent[]): Promise<void> {

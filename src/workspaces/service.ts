@@ -6,7 +6,7 @@
  * restore writes new versions that share the same chunks.
  */
 import type { MetadataStore, Table } from '../store/types.js';
-import type { FsService, TreeFile } from '../fs/service.js';
+import { DEFAULT_FILE_MODE, type FsService, type TreeFile } from '../fs/service.js';
 import { normalizeFilePath } from '../core/paths.js';
 import { ExistsError, InvalidParamsError, NotFoundError } from '../core/errors.js';
 import { SEP, SEP_END } from '../fs/records.js';
@@ -20,11 +20,13 @@ export interface WorkspaceRecord {
   tags: string[];
   metadata: Record<string, unknown>;
   session_id: string | null;
+  /** The registration's lifetime in seconds, as given; null = no ttl. */
+  ttl: number | null;
   /** When a registration with a ttl stops existing; null = never. */
   expires_at: Date | null;
 }
 
-interface StoredWorkspace extends Omit<WorkspaceRecord, 'created_at' | 'expires_at'> {
+interface StoredWorkspace extends Omit<WorkspaceRecord, 'created_at' | 'expires_at' | 'ttl'> {
   created: number;
   expires: number | null;
 }
@@ -44,8 +46,35 @@ interface StoredSnapshot extends Omit<SnapshotRecord, 'timestamp'> {
   created: number;
 }
 
-/** Manifests are kept apart from snapshot headers so that a log never decodes them. */
-type Manifest = Record<string, TreeFile>;
+/**
+ * One file of a manifest as stored: content hash (etag), size, mode, and the chunk list only when
+ * it is not just the etag (files up to one chunk are stored under their etag), which keeps a
+ * 10,000-file manifest small to write and quick to decode.
+ */
+type StoredFile = Omit<TreeFile, 'chunks'> & { chunks?: string[] };
+
+/**
+ * A manifest: [relative path, file] pairs sorted by path. Kept apart from snapshot headers so that
+ * a log never decodes them. Pairs, not an object keyed by path: a file may be named `__proto__`
+ * (which the record decoder would not give back as a key), and sorted pairs diff in one merge.
+ */
+type Manifest = [string, StoredFile][];
+
+const byRel = (a: [string, unknown], b: [string, unknown]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+
+/** Manifests stored as objects keyed by path (before pairs) read as pairs. */
+function pairsOf(m: Manifest | Record<string, StoredFile>): Manifest {
+  return Array.isArray(m) ? m : Object.entries(m).sort(byRel);
+}
+
+function packFile(f: TreeFile): StoredFile {
+  const { chunks, ...rest } = f;
+  return chunks.length === 1 && chunks[0] === f.etag ? rest : f;
+}
+
+function unpackFile(s: StoredFile): TreeFile {
+  return s.chunks ? (s as TreeFile) : { ...s, chunks: [s.etag] };
+}
 
 const NUMBER_DIGITS = 10;
 const snapKey = (ws: string, n: number) => ws + SEP + String(n).padStart(NUMBER_DIGITS, '0');
@@ -67,9 +96,13 @@ export class WorkspaceService {
   readonly #fs: FsService;
   readonly #workspaces: Table<StoredWorkspace>;
   readonly #snapshots: Table<StoredSnapshot>;
-  readonly #manifests: Table<Manifest>;
+  readonly #manifests: Table<Manifest | Record<string, StoredFile>>;
 
-  constructor(deps: { store: MetadataStore; fs: FsService }) {
+  /** Milliseconds since the epoch: ttl expiry and timestamps (injectable for tests). */
+  readonly #clock: () => number;
+
+  constructor(deps: { store: MetadataStore; fs: FsService; clock?: (() => number) | undefined }) {
+    this.#clock = deps.clock ?? Date.now;
     this.#store = deps.store;
     this.#fs = deps.fs;
     this.#workspaces = deps.store.table('workspaces');
@@ -86,7 +119,7 @@ export class WorkspaceService {
 
   async register(path: string, opts: RegisterOptions = {}): Promise<WorkspaceRecord> {
     const p = normalizeFilePath(path);
-    const now = Date.now();
+    const now = this.#clock();
     const stored: StoredWorkspace = {
       path: p, name: opts.name ?? null, description: opts.description ?? null, created_by: opts.created_by ?? null,
       tags: opts.tags ?? [], metadata: opts.metadata ?? {}, session_id: opts.session_id ?? null,
@@ -107,7 +140,7 @@ export class WorkspaceService {
   /** Remove the registration and its snapshots; the files stay. True if something was registered. */
   async unregister(path: string): Promise<boolean> {
     const p = normalizeFilePath(path);
-    const now = Date.now();
+    const now = this.#clock();
     const { found, released } = await this.#store.transact(() => {
       const existing = this.#workspaces.get(p);
       if (!existing) return { found: false, released: [] as Manifest[] };
@@ -119,8 +152,27 @@ export class WorkspaceService {
     return found;
   }
 
+  /**
+   * Drop the registrations whose ttl has passed, with their snapshots, releasing the content those
+   * pinned (run when the daemon starts; an expired registration is already invisible before that).
+   * Returns how many were dropped.
+   */
+  async sweepExpired(now = this.#clock()): Promise<number> {
+    const { count, released } = await this.#store.transact(() => {
+      const gone = [...this.#workspaces.range({})].filter(({ value }) => expired(value, now)).map(({ key }) => key);
+      const manifests: Manifest[] = [];
+      for (const p of gone) {
+        manifests.push(...this.#dropSnapshots(p));
+        this.#workspaces.remove(p);
+      }
+      return { count: gone.length, released: manifests };
+    });
+    await this.#release(released);
+    return count;
+  }
+
   list(): WorkspaceRecord[] {
-    const now = Date.now();
+    const now = this.#clock();
     const out: WorkspaceRecord[] = [];
     for (const { value } of this.#workspaces.range({})) if (!expired(value, now)) out.push(toRecord(value));
     return out;
@@ -133,14 +185,17 @@ export class WorkspaceService {
 
   async snapshot(path: string, opts: { description?: string | undefined; tags?: string[] | undefined; created_by?: string | undefined } = {}): Promise<SnapshotRecord> {
     const ws = this.#require(path);
-    const files = await this.#fs.pinTree(ws);
-    const manifest: Manifest = Object.fromEntries([...files].sort(([a], [b]) => (a < b ? -1 : 1)));
-    let total = 0;
-    for (const f of files.values()) total += f.size;
-    const now = Date.now();
-    try {
-      const stored = await this.#store.transact(() => {
+    const now = this.#clock();
+    // One transaction: the references the snapshot takes commit with its manifest, or not at all.
+    const stored = await this.#fs.pinTree(
+      ws,
+      () => {
         if (!this.#live(ws, now)) throw notRegistered(ws);
+      },
+      (files) => {
+        const manifest: Manifest = [...files].sort(byRel).map(([rel, f]) => [rel, packFile(f)]);
+        let total = 0;
+        for (const f of files.values()) total += f.size;
         const last = first(this.#snapshots.range({ start: snapRange(ws).end, end: snapRange(ws).start, reverse: true, limit: 1 }));
         const n = (last?.value.snapshot_number ?? 0) + 1;
         const header: StoredSnapshot = {
@@ -150,18 +205,17 @@ export class WorkspaceService {
         this.#snapshots.put(snapKey(ws, n), header);
         this.#manifests.put(snapKey(ws, n), manifest);
         return header;
-      });
-      return toSnapshot(stored);
-    } catch (err) {
-      await this.#fs.unpinTree(files.values());
-      throw err;
-    }
+      },
+    );
+    return toSnapshot(stored);
   }
 
   async restore(path: string, snapshotNumber: number) {
     const ws = this.#require(path);
     const { header, manifest } = this.#snapshot(ws, snapshotNumber);
-    const { restored, deleted } = await this.#fs.restoreTree(ws, new Map(Object.entries(manifest)));
+    const files = new Map<string, TreeFile>();
+    for (const [rel, f] of manifest) files.set(rel, unpackFile(f));
+    const { restored, deleted } = await this.#fs.restoreTree(ws, files);
     return {
       restored: true, files_restored: restored, files_deleted: deleted, snapshot_number: header.snapshot_number,
       timestamp: new Date(header.created),
@@ -187,12 +241,25 @@ export class WorkspaceService {
     const added: string[] = [];
     const modified: string[] = [];
     const deleted: string[] = [];
-    for (const [rel, f] of Object.entries(m2)) {
-      const before = m1[rel];
-      if (!before) added.push(abs(rel));
-      else if (before.etag !== f.etag) modified.push(abs(rel));
+    // Both are sorted by path: one merge walk.
+    let i = 0;
+    let k = 0;
+    while (i < m1.length || k < m2.length) {
+      const before = m1[i];
+      const after = m2[k];
+      if (!after || (before && before[0] < after[0])) {
+        deleted.push(abs(before![0]));
+        i++;
+      } else if (!before || after[0] < before[0]) {
+        added.push(abs(after[0]));
+        k++;
+      } else {
+        const [x, y] = [before[1], after[1]];
+        if (x.etag !== y.etag || modeOf(x) !== modeOf(y) || !x.symlink !== !y.symlink) modified.push(abs(after[0]));
+        i++;
+        k++;
+      }
     }
-    for (const rel of Object.keys(m1)) if (!(rel in m2)) deleted.push(abs(rel));
     added.sort();
     modified.sort();
     deleted.sort();
@@ -202,7 +269,7 @@ export class WorkspaceService {
     };
   }
 
-  #live(path: string, now = Date.now()): StoredWorkspace | undefined {
+  #live(path: string, now = this.#clock()): StoredWorkspace | undefined {
     const rec = this.#workspaces.get(path);
     return rec && !expired(rec, now) ? rec : undefined;
   }
@@ -217,14 +284,14 @@ export class WorkspaceService {
     const header = this.#snapshots.get(snapKey(ws, n));
     const manifest = this.#manifests.get(snapKey(ws, n));
     if (!header || !manifest) throw new NotFoundError(`Snapshot not found: ${ws} #${n}`, { path: ws, snapshot_number: n });
-    return { header, manifest };
+    return { header, manifest: pairsOf(manifest) };
   }
 
   /** Inside a transaction: delete every snapshot of `ws`; returns their manifests to unpin. */
   #dropSnapshots(ws: string): Manifest[] {
     const manifests: Manifest[] = [];
     for (const { key, value } of [...this.#manifests.range(snapRange(ws))]) {
-      manifests.push(value);
+      manifests.push(pairsOf(value));
       this.#manifests.remove(key);
       this.#snapshots.remove(key);
     }
@@ -232,9 +299,12 @@ export class WorkspaceService {
   }
 
   async #release(manifests: Manifest[]): Promise<void> {
-    if (manifests.length) await this.#fs.unpinTree(manifests.flatMap((m) => Object.values(m)));
+    if (manifests.length) await this.#fs.unpinTree(manifests.flatMap((m) => m.map(([, f]) => unpackFile(f))));
   }
 }
+
+/** A manifest entry's mode (entries recorded before modes were kept count as the default). */
+const modeOf = (f: StoredFile) => (f.mode as number | undefined) ?? DEFAULT_FILE_MODE;
 
 function expired(rec: StoredWorkspace, now: number): boolean {
   return rec.expires !== null && rec.expires <= now;
@@ -246,7 +316,10 @@ function notRegistered(path: string) {
 
 function toRecord(s: StoredWorkspace): WorkspaceRecord {
   const { created, expires, ...rest } = s;
-  return { ...rest, created_at: new Date(created), expires_at: expires === null ? null : new Date(expires) };
+  return {
+    ...rest, created_at: new Date(created), ttl: expires === null ? null : (expires - created) / 1000,
+    expires_at: expires === null ? null : new Date(expires),
+  };
 }
 
 function toSnapshot(s: StoredSnapshot): SnapshotRecord {

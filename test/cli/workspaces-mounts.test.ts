@@ -56,6 +56,15 @@ t.test('svc workspace: register, snapshot, log, diff, restore, info, unregister'
   const info = JSON.parse((await svc(['workspace', 'info', '/ws', '--json'], { url: d.url })).out);
   t.match(info, { path: '/ws', name: 'W', tags: ['a', 'b'], metadata: { k: 1 } });
   t.match((await svc(['workspace', 'list'], { url: d.url })).out, /\/ws\s+W/);
+  const sess = await svc(['workspace', 'register', '/ws3', '--session-id', 's-42', '--ttl', '3600'], { url: d.url });
+  t.equal(sess.code, 0, sess.stderr);
+  const sessInfo = (await svc(['workspace', 'info', '/ws3'], { url: d.url })).out;
+  t.match(sessInfo, /session_id:\s+s-42/);
+  t.match(sessInfo, /ttl:\s+3600 s/);
+  t.match(JSON.parse((await svc(['workspace', 'info', '/ws3', '--json'], { url: d.url })).out), { session_id: 's-42', ttl: 3600 });
+  const noInfo = await svc(['workspace', 'info', '/absent'], { url: d.url });
+  t.equal(noInfo.code, 1);
+  t.equal((await svc(['workspace', 'info', '/absent', '--json'], { url: d.url })).out, 'null\n');
   const bad = await svc(['workspace', 'register', '/ws2', '--metadata', '[1]'], { url: d.url });
   t.equal(bad.code, 2);
   const dup = await svc(['workspace', 'register', '/ws'], { url: d.url });

@@ -3,7 +3,7 @@
 // saved mount comes back after a restart.
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { startDaemon, bytes, unbytes, tempDir } from '../helpers/daemon.js';
@@ -80,4 +80,77 @@ t.test('workspace snapshot and restore over RPC', async (t) => {
   const unregistered = await d.rpc('workspace_snapshot', { workspace_path: '/nope' });
   t.same(unregistered.error && [unregistered.error.code, unregistered.error.message], [-32000, 'Workspace not registered: /nope']);
   t.equal(await d.call('get_workspace_info', { path: '/nope' }), null);
+});
+
+t.test('a read-only mount refuses every mutating method with -32004 naming the path', async (t) => {
+  const d = await startDaemon({}, t);
+  const host = hostDir(t);
+  writeFileSync(join(host, 'f.txt'), 'original');
+  await d.call('add_mount', { mount_point: '/area/ro', backend_type: 'local', backend_config: { data_dir: host }, readonly: true });
+  await d.call('write', { path: '/other/x.txt', content: bytes('x') });
+  // history for rollback: the file's version 1 comes from the host directory
+  t.equal((await d.call('get_metadata', { path: '/area/ro/f.txt' })).version, 1);
+  await d.call('register_workspace', { path: '/area/ro' });
+  await d.call('workspace_snapshot', { workspace_path: '/area/ro' });
+  await d.call('register_workspace', { path: '/area' });
+  await d.call('workspace_snapshot', { workspace_path: '/area' });
+
+  const attempts: [string, Record<string, unknown>, RegExp][] = [
+    ['write', { path: '/area/ro/f.txt', content: bytes('changed') }, /\/area\/ro\/f\.txt/],
+    ['write', { path: '/area/ro/new.txt', content: bytes('new') }, /\/area\/ro\/new\.txt/],
+    ['write', { path: '/area/ro/deep/er/new.txt', content: bytes('new') }, /\/area\/ro\/deep\/er\/new\.txt/],
+    ['delete', { path: '/area/ro/f.txt' }, /\/area\/ro\/f\.txt/],
+    ['rename', { old_path: '/area/ro/f.txt', new_path: '/area/ro/g.txt' }, /\/area\/ro\/f\.txt/],
+    ['rename', { old_path: '/area/ro/f.txt', new_path: '/other/f.txt' }, /\/area\/ro\/f\.txt/],
+    ['rename', { old_path: '/other/x.txt', new_path: '/area/ro/x.txt' }, /\/area\/ro\/x\.txt/],
+    ['rename', { old_path: '/other/x.txt', new_path: '/area/ro/f.txt', overwrite: true }, /\/area\/ro\/f\.txt/],
+    ['rename', { old_path: '/area', new_path: '/moved' }, /\/area\/ro/],
+    ['mkdir', { path: '/area/ro/d' }, /\/area\/ro\/d/],
+    ['mkdir', { path: '/area/ro/d/e', parents: true }, /\/area\/ro\/d\/e/],
+    ['rmdir', { path: '/area/ro', recursive: true }, /\/area\/ro/],
+    ['rmdir', { path: '/area', recursive: true }, /\/area\/ro/],
+    ['rollback', { path: '/area/ro/f.txt', version: 1 }, /\/area\/ro\/f\.txt/],
+    ['set_attributes', { path: '/area/ro/f.txt', mode: 0o600 }, /\/area\/ro\/f\.txt/],
+    ['symlink', { path: '/area/ro/link', target: 'f.txt' }, /\/area\/ro\/link/],
+    ['workspace_restore', { workspace_path: '/area/ro', snapshot_number: 1 }, /\/area\/ro/],
+    ['workspace_restore', { workspace_path: '/area', snapshot_number: 1 }, /\/area\/ro/],
+  ];
+  for (const [method, params, names] of attempts) {
+    const res = await d.rpc(method, params);
+    t.equal(res.error?.code, -32004, `${method} ${JSON.stringify(params)} refused`);
+    t.match(res.error?.message ?? '', names, `${method}: the message names the path`);
+  }
+  t.equal(unbytes(await d.call('read', { path: '/area/ro/f.txt' })).toString(), 'original', 'nothing changed in svc');
+  t.equal((await d.call('get_metadata', { path: '/area/ro/f.txt' })).version, 1, 'no version was added');
+  t.same(await d.call('list', { path: '/area/ro' }), ['/area/ro/f.txt'], 'nothing created');
+  t.equal(readFileSync(join(host, 'f.txt'), 'utf8'), 'original', 'nothing changed on disk');
+  t.equal(unbytes(await d.call('read', { path: '/other/x.txt' })).toString(), 'x');
+  // reads still work, and an outside change still arrives
+  writeFileSync(join(host, 'f.txt'), 'changed outside');
+  const meta = await eventually(() => d.call('get_metadata', { path: '/area/ro/f.txt' }), (m) => m?.etag === sha('changed outside'));
+  t.equal(meta.version, 2);
+});
+
+t.test('escapes refused over RPC', async (t) => {
+  const d = await startDaemon({}, t);
+  const host = hostDir(t);
+  const outside = hostDir(t);
+  writeFileSync(join(outside, 'secret.txt'), 'secret');
+  await d.call('add_mount', { mount_point: '/j', backend_type: 'local', backend_config: { data_dir: host } });
+  // a link made by another program after the mount was activated
+  symlinkSync(outside, join(host, 'out'));
+  symlinkSync(join(outside, 'secret.txt'), join(host, 'secret-link.txt'));
+  writeFileSync(join(host, 'marker.txt'), 'm');
+  await eventually(() => d.call('exists', { path: '/j/marker.txt' }), (r) => r.exists === true);
+  t.same(await d.call('exists', { path: '/j/secret-link.txt' }), { exists: false }, 'a link to a file outside is not imported');
+  t.same(await d.call('exists', { path: '/j/out/secret.txt' }), { exists: false });
+  const through = await d.rpc('write', { path: '/j/out/evil.txt', content: bytes('x') });
+  t.equal(through.error?.code, -32004);
+  t.match(through.error?.message, /escapes/);
+  t.notOk(existsSync(join(outside, 'evil.txt')), 'nothing written outside');
+  const dots = await d.rpc('write', { path: '/j/../etc/x', content: bytes('x') });
+  t.equal(dots.error?.code, -32002, '.. segments are malformed paths');
+  const mkdirThrough = await d.rpc('mkdir', { path: '/j/out/d', parents: true });
+  t.equal(mkdirThrough.error?.code, -32004);
+  t.notOk(existsSync(join(outside, 'd')));
 });

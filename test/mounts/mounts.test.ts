@@ -159,6 +159,10 @@ t.test('saved mounts: save, list with filters, load, delete; activated again aft
     t.match(mounts.listSaved({ owner_user_id: 'alice' })[0], { description: 'mine', backend_type: 'local', priority: 0, readonly: false });
     await t.rejects(mounts.load('/missing'), { code: -32000, message: 'Mount not found in database: /missing' });
     t.match(await mounts.load('/saved'), { mount_point: '/saved', backend_type: 'LocalBackend' });
+    await t.rejects(mounts.load('/saved'), { code: -32001 }, 'already active');
+    t.equal(await mounts.remove('/saved'), true);
+    t.same(mounts.listSaved({ owner_user_id: 'alice' }).map((m) => m.mount_id), [id], 'remove_mount leaves the saved configuration');
+    t.match(await mounts.load('/saved'), { mount_point: '/saved' });
     await mounts.close();
     await store.close();
   }
@@ -174,4 +178,76 @@ t.test('saved mounts: save, list with filters, load, delete; activated again aft
   t.equal(await daemon.services.mounts.deleteSaved('/saved'), true);
   t.equal(await daemon.services.mounts.deleteSaved('/saved'), false);
   t.ok(daemon.services.mounts.has('/saved'), 'the active mount is untouched');
+});
+
+t.test('overlapping mounts: each backend holds only what routes to it', async (t) => {
+  const { fs, mounts } = open(t);
+  const outer = tmp(t, 'svc-mnt-outer-');
+  const inner = tmp(t, 'svc-mnt-inner-');
+  await writeFile(join(outer, 'o.txt'), 'outer file');
+  mkdirSync(join(outer, 'in'));
+  await writeFile(join(outer, 'in', 'shadowed.txt'), 'under the inner mount point, in the outer directory');
+  await writeFile(join(inner, 'i.txt'), 'inner file');
+  await mounts.add({ mount_point: '/m', backend_type: 'local', backend_config: { data_dir: outer } });
+  await mounts.add({ mount_point: '/m/in', backend_type: 'local', backend_config: { data_dir: inner } });
+  t.same(fs.list('/m').map((e) => e.path), ['/m/in/', '/m/in/i.txt', '/m/o.txt'], 'the inner directory replaces what the outer one had there');
+  t.ok(existsSync(join(outer, 'in', 'shadowed.txt')), 'the inner mount\'s first sync did not touch the outer directory');
+
+  await fs.write('/m/in/new.txt', enc('to inner'));
+  t.equal(readFileSync(join(inner, 'new.txt'), 'utf8'), 'to inner');
+  t.notOk(existsSync(join(outer, 'in', 'new.txt')), 'not mirrored into the outer directory');
+  await fs.write('/m/top.txt', enc('to outer'));
+  t.equal(readFileSync(join(outer, 'top.txt'), 'utf8'), 'to outer');
+
+  // an outside change under the outer directory's in/ is shadowed: not imported
+  await writeFile(join(outer, 'in', 'late.txt'), 'shadowed');
+  await writeFile(join(outer, 'marker.txt'), 'm');
+  t.ok(await eventually(() => fs.exists('/m/marker.txt')));
+  await new Promise((r) => setTimeout(r, 300));
+  t.notOk(fs.exists('/m/in/late.txt'), 'a path another mount owns is not imported');
+
+  // re-activating the outer mount keeps the inner mount's files
+  await mounts.remove('/m');
+  await mounts.add({ mount_point: '/m', backend_type: 'local', backend_config: { data_dir: outer } });
+  t.equal(fs.read('/m/in/new.txt').content.toString(), 'to inner', 'outer first sync leaves the inner mount alone');
+  t.equal(fs.read('/m/in/i.txt').content.toString(), 'inner file');
+  t.notOk(fs.exists('/m/in/shadowed.txt'));
+
+  // priority beats prefix length: the outer mount takes the inner area
+  await mounts.remove('/m/in');
+  t.equal(fs.read('/m/in/shadowed.txt').content.toString(), 'under the inner mount point, in the outer directory',
+    'once the inner mount is gone, the outer directory is the truth there again');
+  t.notOk(fs.exists('/m/in/new.txt'));
+  await mounts.remove('/m');
+  await mounts.add({ mount_point: '/m', backend_type: 'local', backend_config: { data_dir: outer }, priority: 5 });
+  await mounts.add({ mount_point: '/m/in', backend_type: 'local', backend_config: { data_dir: inner } });
+  t.equal(mounts.route('/m/in/x')?.spec.mount_point, '/m');
+  await fs.write('/m/in/prio.txt', enc('p'));
+  t.ok(existsSync(join(outer, 'in', 'prio.txt')), 'written to the higher-priority mount');
+  t.notOk(existsSync(join(inner, 'prio.txt')));
+  t.equal(fs.read('/m/in/shadowed.txt').content.toString(), 'under the inner mount point, in the outer directory');
+});
+
+t.test('quick svc changes are not undone by late watcher events', async (t) => {
+  const { fs, mounts } = open(t);
+  const host = tmp(t, 'svc-mnt-race-');
+  await mounts.add({ mount_point: '/r', backend_type: 'local', backend_config: { data_dir: host } });
+  // Pauses of every length between the changes, so that some svc change commits while the
+  // watcher is looking at the disk for an earlier one (the race this guards against).
+  for (let i = 0; i < 15; i++) {
+    await fs.mkdir('/r/d1/d2', { parents: true });
+    await fs.write('/r/d1/d2/f.txt', enc(`round ${i}`));
+    await fs.write('/r/keep.txt', enc(`keep ${i}`));
+    await new Promise((r) => setTimeout(r, i * 12));
+    await fs.rmdir('/r/d1', { recursive: true });
+    await fs.write('/r/gone.txt', enc('x'));
+    await fs.delete('/r/gone.txt');
+  }
+  // let every late event arrive, then svc and the directory must agree
+  await new Promise((r) => setTimeout(r, 800));
+  t.ok(await eventually(() => !existsSync(join(host, 'd1')) && !fs.exists('/r/d1')), 'removed directory stays removed');
+  t.notOk(fs.exists('/r/gone.txt'));
+  t.notOk(existsSync(join(host, 'gone.txt')));
+  t.equal(fs.read('/r/keep.txt').content.toString(), 'keep 14');
+  t.equal(readFileSync(join(host, 'keep.txt'), 'utf8'), 'keep 14');
 });

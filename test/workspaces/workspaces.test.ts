@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { buildServices, type Services } from '../../src/daemon.js';
+import { WorkspaceService } from '../../src/workspaces/service.js';
 
 const enc = (s: string) => Buffer.from(s);
 
@@ -36,15 +37,21 @@ t.test('register, list, info, duplicate, unregister keeps files', async (t) => {
 });
 
 t.test('ttl: an expired registration is gone and the path can be registered again', async (t) => {
-  const { workspaces: ws } = await open(t);
-  await ws.register('/tmpws', { ttl: 0.05 });
+  const { fs, store } = await open(t);
+  let now = Date.parse('2026-11-24T00:00:00Z');
+  const ws = new WorkspaceService({ store, fs, clock: () => now });
+  await ws.register('/tmpws', { ttl: 60 });
   t.ok(ws.get('/tmpws'));
-  await new Promise((r) => setTimeout(r, 80));
+  now += 59_999;
+  t.ok(ws.get('/tmpws'), 'alive until the ttl has passed');
+  now += 1;
   t.equal(ws.get('/tmpws'), null);
   t.same(ws.list(), []);
   await t.rejects(ws.snapshot('/tmpws'), { code: -32000 });
   await ws.register('/tmpws');
   t.ok(ws.get('/tmpws'));
+  now += 10 ** 9;
+  t.ok(ws.get('/tmpws'), 'no ttl: never expires');
 });
 
 t.test('snapshot operations need a registered workspace', async (t) => {
@@ -124,4 +131,126 @@ t.test('deprecated agent_id maps to /workspace/<agent_id>', async (t) => {
   const snap = await methods.workspace_snapshot!.handler(methods.workspace_snapshot!.params.parse({ agent_id: 'bot' }), ctx);
   t.match(snap, { snapshot_number: 1, workspace_path: '/workspace/bot', file_count: 1 });
   t.throws(() => methods.workspace_log!.params.parse({ bogus: 1 }));
+});
+
+t.test('manifest records mode; restore brings mode back, diff sees a mode change', async (t) => {
+  const { fs, workspaces: ws } = await open(t);
+  await fs.write('/m/run.sh', enc('#!/bin/sh\n'));
+  await fs.setAttributes('/m/run.sh', { mode: 0o755 });
+  await fs.write('/m/plain.txt', enc('p'));
+  await ws.register('/m');
+  await ws.snapshot('/m');
+  // content and mode change
+  await fs.write('/m/run.sh', enc('#!/bin/sh\necho changed\n'));
+  await fs.setAttributes('/m/run.sh', { mode: 0o600 });
+  // mode-only change
+  await fs.setAttributes('/m/plain.txt', { mode: 0o400 });
+  await ws.snapshot('/m');
+  t.same(ws.diff('/m', 1, 2).modified, ['/m/plain.txt', '/m/run.sh'], 'a mode change is a modification');
+  const versionsBefore = fs.listVersions('/m/plain.txt').length;
+  const r = await ws.restore('/m', 1);
+  t.equal(r.files_restored, 1, 'only the file whose content changed is rewritten');
+  t.equal(fs.stat('/m/run.sh')?.mode, 0o755, 'mode restored with the content');
+  t.equal(fs.read('/m/run.sh').content.toString(), '#!/bin/sh\n');
+  t.equal(fs.stat('/m/plain.txt')?.mode, 0o644, 'mode-only change restored');
+  t.equal(fs.listVersions('/m/plain.txt').length, versionsBefore, 'a mode is metadata: no new version');
+  t.same(ws.diff('/m', 1, 1).summary, { added_count: 0, modified_count: 0, deleted_count: 0 });
+});
+
+t.test('chunk references: snapshot content survives overwrite, delete and rollback of every live user', async (t) => {
+  const { fs, workspaces: ws, store } = await open(t);
+  const x = randomBytes(1024 * 1024 + 17); // two chunks
+  const { etag } = await fs.write('/w/a.bin', x);
+  await fs.write('/elsewhere/copy.bin', x); // a second live user of the same chunks
+  await ws.register('/w');
+  await ws.snapshot('/w');
+  const hashes = fs.file('/w/a.bin').chunks;
+  t.equal(hashes.length, 2);
+  await fs.write('/w/a.bin', enc('overwritten'));
+  await fs.delete('/w/a.bin'); // drops every version of the live file
+  await fs.delete('/elsewhere/copy.bin'); // the last live user of the chunks
+  for (const h of hashes) t.ok(store.blobs.has(h), 'chunk kept for the snapshot');
+  const r = await ws.restore('/w', 1);
+  t.match(r, { files_restored: 1, files_deleted: 0 });
+  t.equal(fs.read('/w/a.bin').record.etag, etag);
+  t.ok(fs.read('/w/a.bin').content.equals(x));
+  // the restored file and the snapshot each hold a reference: deleting the file keeps them
+  await fs.delete('/w/a.bin');
+  for (const h of hashes) t.ok(store.blobs.has(h));
+  await ws.restore('/w', 1);
+  await ws.unregister('/w'); // the snapshot's references go; the live file's stay
+  t.ok(fs.read('/w/a.bin').content.equals(x), 'live file readable after its snapshot is gone');
+  await fs.delete('/w/a.bin');
+  for (const h of hashes) t.notOk(store.blobs.has(h), 'freed with the last reference');
+});
+
+t.test('records carry every field; restore result shape; ttl sweep releases snapshots', async (t) => {
+  const { fs, workspaces: ws, store } = await open(t);
+  const rec = await ws.register('/s', { session_id: 'sess-1', ttl: 3600, description: 'd' });
+  t.match(rec, { path: '/s', name: null, description: 'd', created_by: null, tags: [], metadata: {}, session_id: 'sess-1', ttl: 3600 });
+  t.equal(rec.expires_at!.getTime() - rec.created_at.getTime(), 3_600_000);
+  t.equal((await ws.register('/forever')).ttl, null);
+
+  await fs.write('/s/f.txt', enc('f'));
+  await ws.snapshot('/s');
+  await fs.write('/s/f.txt', enc('g'));
+  const r = await ws.restore('/s', 1);
+  t.same(Object.keys(r).sort(), ['files_deleted', 'files_restored', 'restored', 'snapshot_number', 'timestamp']);
+  t.ok(r.timestamp instanceof Date);
+
+  await fs.write('/short/x.bin', randomBytes(2000));
+  const hash = fs.file('/short/x.bin').chunks[0]!;
+  let now = Date.now();
+  const clocked = new WorkspaceService({ store, fs, clock: () => now });
+  await clocked.register('/short', { ttl: 0.2 });
+  await clocked.snapshot('/short'); // the snapshot pins the content...
+  await fs.delete('/short/x.bin'); // ...which no live file uses any more
+  t.ok(store.blobs.has(hash));
+  now += 200;
+  t.equal(clocked.get('/short'), null, 'expired');
+  t.notOk(clocked.list().some((w) => w.path === '/short'), 'not listed');
+  await t.rejects(clocked.restore('/short', 1), { code: -32000, message: 'Workspace not registered: /short' });
+  t.throws(() => clocked.log('/short'), { code: -32000 });
+  t.equal(await clocked.sweepExpired(), 1);
+  t.notOk(store.blobs.has(hash), 'content pinned by an expired registration is released');
+  t.equal(await clocked.sweepExpired(), 0);
+  t.same(ws.list().map((w) => w.path), ['/forever', '/s']);
+});
+
+t.test('log limit, diff paths absolute, unknown snapshot', async (t) => {
+  const { fs, workspaces: ws, methods } = await open(t);
+  await ws.register('/l');
+  for (let i = 0; i < 5; i++) {
+    await fs.write(`/l/f${i}.txt`, enc(String(i)));
+    await ws.snapshot('/l', { description: `s${i}` });
+  }
+  t.same(ws.log('/l', 2).map((s) => s.description), ['s4', 's3']);
+  t.same(ws.log('/l').length, 5);
+  t.same(ws.diff('/l', 1, 5).added, ['/l/f1.txt', '/l/f2.txt', '/l/f3.txt', '/l/f4.txt']);
+  t.same(ws.diff('/l', 5, 1).deleted, ['/l/f1.txt', '/l/f2.txt', '/l/f3.txt', '/l/f4.txt']);
+  t.throws(() => ws.diff('/l', 1, 99), { code: -32000 });
+  t.throws(() => methods.workspace_log!.params.parse({ workspace_path: '/l', limit: 0 }));
+  t.equal(methods.workspace_log!.params.parse({ workspace_path: '/l' }).limit, 100, 'limit defaults to 100');
+  t.same(ws.diff('/l', 2, 2).summary, { added_count: 0, modified_count: 0, deleted_count: 0 });
+  await ws.register('/l2');
+  t.equal((await ws.snapshot('/l2')).snapshot_number, 1, 'numbers count per workspace');
+  t.equal((await ws.snapshot('/l')).snapshot_number, 6);
+});
+
+t.test('file names that are Object.prototype members are ordinary entries', async (t) => {
+  const { fs, workspaces: ws } = await open(t);
+  await fs.write('/o/keep.txt', enc('k'));
+  await ws.register('/o');
+  await ws.snapshot('/o');
+  for (const name of ['__proto__', 'toString', 'constructor', 'hasOwnProperty']) await fs.write(`/o/${name}`, enc(name));
+  await ws.snapshot('/o');
+  t.same(ws.diff('/o', 1, 2), {
+    added: ['/o/__proto__', '/o/constructor', '/o/hasOwnProperty', '/o/toString'], modified: [], deleted: [],
+    summary: { added_count: 4, modified_count: 0, deleted_count: 0 },
+  });
+  t.same(ws.diff('/o', 2, 1).deleted, ['/o/__proto__', '/o/constructor', '/o/hasOwnProperty', '/o/toString']);
+  t.match(await ws.restore('/o', 1), { files_deleted: 4, files_restored: 0 });
+  t.notOk(fs.exists('/o/__proto__'));
+  t.match(await ws.restore('/o', 2), { files_deleted: 0, files_restored: 4 });
+  t.equal(fs.read('/o/__proto__').content.toString(), '__proto__');
 });
