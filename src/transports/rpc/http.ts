@@ -90,9 +90,11 @@ export class HttpFace {
   /** Stop accepting, close sockets, and wait for in-flight requests to finish. */
   async close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
-    this.#ws.close();
+    // WebSocket connections answer what they have received, then close with 1001.
+    const wsClosed = this.#ws.close();
     this.#server.closeIdleConnections();
     if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    await wsClosed;
     this.#server.closeIdleConnections();
     await closed;
   }
