@@ -143,7 +143,9 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
         + 'Only what the caller may read (a directory when it or anything below it is readable).',
       params: z.strictObject({
         path: z.string().default('/'), recursive: z.boolean().default(true), details: z.boolean().default(false),
-        prefix: z.string().optional(), show_parsed: z.boolean().default(true),
+        prefix: z.string().optional().describe('only entries whose full path starts with this (a leading / is added)'),
+        show_parsed: z.boolean().default(true)
+          .describe('accepted for compatibility with the spec; svc keeps no parsed views of files, so it changes nothing'),
       }),
       handler: ({ path, recursive, details, prefix }, ctx) => {
         let entries = fs.list(path, { recursive, prefix });
