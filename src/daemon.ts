@@ -130,6 +130,8 @@ export class Daemon {
     this.#http = new HttpFace({
       host: config.host, port: config.port, maxBody: config.maxBody, dispatcher, authenticator: this.#authenticator,
       events: services.events, log: log.child({ component: 'http' }),
+      // A watcher sees only the changes it may read (issue 3 §5: one permission check for every face).
+      canSee: (ctx, path) => services.permissions.can(ctx, 'read', path),
       login: provider instanceof LocalAuthProvider ? (username, password) => provider.login(username, password) : undefined,
       status: () => ({
         version: VERSION,

@@ -11,6 +11,7 @@ import { InvalidParamsError, InvalidRequestError, ParseError, SvcError } from '.
 import type { Dispatcher, JsonRpcResponse } from './dispatch.js';
 import { WebSocketFace } from './ws.js';
 import type { EventBus } from '../../core/events.js';
+import type { OperationContext } from '../../core/context.js';
 
 export const CORS_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'Access-Control-Allow-Origin': '*',
@@ -34,6 +35,8 @@ export interface HttpFaceOptions {
   events: EventBus;
   status: () => StatusInfo;
   log: Logger;
+  /** Whether a caller may see a change at a path (WebSocket watch filters its events with it). */
+  canSee?: ((ctx: OperationContext, path: string) => boolean) | undefined;
   /** Local auth mode's password login (POST /api/auth/login); absent in every other mode. */
   login?: ((username: string, password: string) => Promise<unknown>) | undefined;
 }
@@ -62,6 +65,7 @@ export class HttpFace {
     });
     this.#ws = new WebSocketFace({
       dispatcher: opts.dispatcher, authenticator: opts.authenticator, events: opts.events, maxPayload: opts.maxBody, log: opts.log,
+      canSee: opts.canSee,
     });
     this.#server.on('upgrade', (req, socket, head) => {
       if (pathOf(req) === '/api/nfs/ws') this.#ws.handleUpgrade(req, socket, head);

@@ -28,15 +28,28 @@ function sees(sub: Subscription, path: string | undefined): boolean {
   return sub.recursive ? isWithin(path, sub.path) : parentOf(path) === sub.path;
 }
 
+export interface WebSocketFaceOptions {
+  dispatcher: Dispatcher;
+  authenticator: Authenticator;
+  events: EventBus;
+  maxPayload: number;
+  log: Logger;
+  /**
+   * Whether the connection's caller may see a change at `path` (the daemon's read permission).
+   * A watcher is sent only the changes it may read, like list and grep; absent = everything.
+   */
+  canSee?: ((ctx: OperationContext, path: string) => boolean) | undefined;
+}
+
 export class WebSocketFace {
   static readonly methods = ['unwatch', 'watch'] as const;
   readonly #wss: WebSocketServer;
-  readonly #opts: { dispatcher: Dispatcher; authenticator: Authenticator; events: EventBus; log: Logger };
+  readonly #opts: WebSocketFaceOptions;
   /** Each open connection's message queue (the promise settles when what it has received is answered). */
   readonly #queues = new Map<WebSocket, () => Promise<void>>();
   #closing = false;
 
-  constructor(opts: { dispatcher: Dispatcher; authenticator: Authenticator; events: EventBus; maxPayload: number; log: Logger }) {
+  constructor(opts: WebSocketFaceOptions) {
     this.#opts = opts;
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload });
   }
@@ -74,9 +87,17 @@ export class WebSocketFace {
     const send = (msg: unknown) => {
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
     };
+    const { canSee } = this.#opts;
+    // Where the change leaves things: a renamed entry is judged where it now is (its grants moved
+    // with it before the event was published); a deleted one by the grants on its path, which stay.
+    const mayRead = (event: ChangeEvent) => !canSee || canSee(ctx, event.new_path ?? event.path);
     const onEvent = (event: ChangeEvent) => {
+      if (subs.size === 0) return;
+      let allowed: boolean | undefined;
       for (const [id, sub] of subs) {
         if (sees(sub, event.path) || sees(sub, event.new_path)) {
+          allowed ??= mayRead(event);
+          if (!allowed) return;
           send({ jsonrpc: '2.0', method: 'fs.event', params: { subscription_id: id, ...event } });
         }
       }
