@@ -482,7 +482,12 @@ export class FsService {
     const { base } = picomatch.scan(rel);
     let scanDir = dir;
     if (base) {
-      const candidate = dir === '/' ? '/' + base : dir + '/' + base;
+      let candidate: string;
+      try {
+        candidate = normalizePath(dir === '/' ? '/' + base : dir + '/' + base);
+      } catch {
+        return []; // a literal part that is no valid path (too long, `..`, control characters) names nothing stored
+      }
       const rec = this.stat(candidate);
       if (!rec) return [];
       if (rec.kind === 'dir') scanDir = candidate;
