@@ -48,8 +48,10 @@ t.test('watch delivers only what the watcher may read', async (t) => {
   await d.call('rmdir', { path: '/home/bob/hidden' }, B);
   // Alice works in her own home.
   await d.call('write', { path: '/home/alice/mine.txt', content: bytes('mine') }, A);
-  // The admin's connection has seen the last change: every earlier one was published before it.
+  // Both connections have seen the last change; each is ordered, so every earlier event they were
+  // sent has arrived too.
   await admin.next((m) => isEvent(m) && m.params.path === '/home/alice/mine.txt');
+  await alice.next((m) => isEvent(m) && m.params.path === '/home/alice/mine.txt');
 
   const seen = (c: typeof alice) => c.received(isEvent).map((m) => `${m.params.type} ${m.params.path}${m.params.new_path ? ` -> ${m.params.new_path}` : ''}`);
   t.same(seen(alice), ['write /home/bob/shared/doc.txt', 'write /home/alice/mine.txt'],
