@@ -158,6 +158,9 @@ const WS_METHODS: Record<(typeof WebSocketFace.methods)[number], LocalMethodDoc>
       '```',
       '',
       '`type` is one of `write`, `delete`, `rename` (with `new_path`), `mkdir`, `rmdir`. Subscriptions end with `unwatch` or when the connection closes.',
+      '',
+      'With permission enforcement on, a caller held to the rules is sent only the changes to paths it may read (a rename is judged by its '
+        + 'destination); admins and daemons without auth see every change.',
     ].join('\n'),
   },
   unwatch: {

@@ -143,7 +143,9 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
         + 'Only what the caller may read (a directory when it or anything below it is readable).',
       params: z.strictObject({
         path: z.string().default('/'), recursive: z.boolean().default(true), details: z.boolean().default(false),
-        prefix: z.string().optional(), show_parsed: z.boolean().default(true),
+        prefix: z.string().optional().describe('only entries whose full path starts with this (a leading / is added)'),
+        show_parsed: z.boolean().default(true)
+          .describe('accepted for compatibility with the spec; svc keeps no parsed views of files, so it changes nothing'),
       }),
       handler: ({ path, recursive, details, prefix }, ctx) => {
         let entries = fs.list(path, { recursive, prefix });
@@ -187,7 +189,9 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
       },
     }),
     defineMethod({
-      name: 'grep', access: 'user', description: 'Lines matching an ECMAScript regex in text files below path that the caller may read.',
+      name: 'grep', access: 'user',
+      description: 'Lines matching an ECMAScript regex in text files below path that the caller may read (files that are not UTF-8 are '
+        + 'skipped; files are streamed chunk by chunk, and a line longer than 4 MiB is searched in its first 4 MiB).',
       params: z.strictObject({
         pattern: z.string().min(1), path: z.string().default('/'), file_pattern: z.string().optional(),
         ignore_case: z.boolean().default(false), max_results: z.number().int().min(1).default(1000),

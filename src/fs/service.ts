@@ -33,6 +33,12 @@ import {
 /** Content is split into chunks of this size; each is stored once, keyed by its SHA-256. */
 export const CHUNK_SIZE = 1024 * 1024;
 
+/**
+ * grep holds at most one line plus one chunk in memory: a longer line is searched in its first
+ * this many characters, and that is the `content` of a match on it.
+ */
+export const GREP_MAX_LINE = 4 * CHUNK_SIZE;
+
 /** Kinds of change a {@link MutationGuard} is asked about. */
 export type MutationKind = 'write' | 'delete' | 'rename' | 'mkdir' | 'rmdir';
 
@@ -565,7 +571,12 @@ export class FsService {
     const { base } = picomatch.scan(rel);
     let scanDir = dir;
     if (base) {
-      const candidate = dir === '/' ? '/' + base : dir + '/' + base;
+      let candidate: string;
+      try {
+        candidate = normalizePath(dir === '/' ? '/' + base : dir + '/' + base);
+      } catch {
+        return []; // a literal part that is no valid path (too long, `..`, control characters) names nothing stored
+      }
       const rec = this.stat(candidate);
       if (!rec) return [];
       if (rec.kind === 'dir') scanDir = candidate;
@@ -629,15 +640,35 @@ export class FsService {
     const hits: GrepMatch[] = [];
     let carry = '';
     let lineNo = 0;
+    // Inside a line longer than GREP_MAX_LINE whose head was already searched: skip to its end.
+    let skipping = false;
+    const test = (whole: string) => {
+      lineNo++;
+      const raw = whole.length > GREP_MAX_LINE ? whole.slice(0, GREP_MAX_LINE) : whole;
+      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      const m = re.exec(line);
+      if (m) hits.push({ file: path, line: lineNo, content: line, match: m[0] });
+    };
     const scan = (text: string, final: boolean) => {
+      if (skipping) {
+        const nl = text.indexOf('\n');
+        if (nl === -1) return;
+        skipping = false;
+        text = text.slice(nl + 1);
+      }
       const lines = text.split('\n');
       carry = final ? '' : lines.pop()!;
       for (const raw of lines) {
-        lineNo++;
         if (hits.length >= max) return;
-        const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-        const m = re.exec(line);
-        if (m) hits.push({ file: path, line: lineNo, content: line, match: m[0] });
+        test(raw);
+      }
+      // Memory stays bounded whatever the file: a line without end in sight is searched in its
+      // first GREP_MAX_LINE characters (what `content` then shows), the rest of it is skipped.
+      if (carry.length > GREP_MAX_LINE) {
+        if (hits.length < max) test(carry);
+        else lineNo++;
+        carry = '';
+        skipping = true;
       }
     };
     try {

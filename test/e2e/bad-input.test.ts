@@ -142,6 +142,29 @@ t.test('bad input', async (t) => {
     }
   });
 
+  t.test('hostile patterns and prefixes are answered, never -32603', async (t) => {
+    // Patterns are not paths: what cannot name a stored path matches nothing.
+    const long = 'x'.repeat(10_000);
+    const cases: [string, string, Record<string, unknown>, unknown][] = [
+      ['glob: a 10,000-char literal pattern', 'glob', { pattern: long }, []],
+      ['glob: a 10,000-char pattern below a directory', 'glob', { pattern: `ok/${long}`, path: '/' }, []],
+      ['glob: a literal base longer than a path may be', 'glob', { pattern: `${'d'.repeat(200)}/`.repeat(25) + '*' }, []],
+      ['glob: a literal base with ..', 'glob', { pattern: 'ok/../ok/*' }, []],
+      ['glob: a literal base with a control character', 'glob', { pattern: 'ok\u0001/*' }, []],
+      ['glob: thousands of stars', 'glob', { pattern: '*'.repeat(5000) + 'x' }, []],
+      ['glob: many alternatives', 'glob', { pattern: '{a,b}'.repeat(40) }, []],
+      ['grep: a 10,000-char file_pattern', 'grep', { pattern: 'ok', file_pattern: long }, []],
+      ['grep: a deep file_pattern', 'grep', { pattern: 'ok', file_pattern: 'a/'.repeat(3000) + '*' }, []],
+      ['list: a 10,000-char prefix', 'list', { prefix: long }, []],
+      ['list: a prefix with NUL', 'list', { prefix: '/ok\u0000' }, []],
+    ];
+    for (const [label, method, params, expected] of cases) {
+      const env = await d.rpc(method, params);
+      t.same(env.result, expected, `${label}: ${env.error ? `${env.error.code} ${env.error.message}` : 'answered'}`);
+    }
+    t.same(await d.call('glob', { pattern: 'ok/*' }), ['/ok/file.txt'], 'an ordinary pattern still matches');
+  });
+
   t.test('the daemon still serves after all that', async (t) => {
     t.equal((await d.raw('/health')).status, 200);
     t.same(await d.call('exists', { path: '/ok/file.txt' }), { exists: true });

@@ -1,6 +1,7 @@
 // HTTP routes and CORS (spec §4.1, §4.2; WIRE.md "HTTP routes").
 import t, { type Test } from 'tap';
 import { rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { startDaemon, tempDir, bytes } from '../helpers/daemon.js';
 
 /**
@@ -96,6 +97,32 @@ t.test('routes and CORS', async (t) => {
       assertCors(t, res, `${method} ${path}`);
       t.same(await res.json(), { error: 'Not Found' });
     }
+  });
+
+  t.test('a request HTTP cannot parse gets 400 (431 for huge headers), JSON, with CORS headers; the daemon keeps serving', async (t) => {
+    /** Send raw bytes, read until the server closes the connection. */
+    const rawExchange = (bytes: string) => new Promise<string>((resolve, reject) => {
+      const sock = connect(d.port, '127.0.0.1');
+      let got = '';
+      sock.on('data', (c) => (got += c.toString()));
+      sock.on('end', () => resolve(got));
+      sock.on('error', reject);
+      sock.write(bytes);
+    });
+    for (const [label, bytes, status] of [
+      ['a garbage request line', 'THIS IS NOT HTTP\r\n\r\n', 400],
+      ['a header without a colon', 'POST /api/nfs/read HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', 400],
+      ['headers over the limit', `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`, 431],
+    ] as const) {
+      const answer = await rawExchange(bytes);
+      const [head = '', body = ''] = answer.split('\r\n\r\n');
+      t.match(head, new RegExp(`^HTTP/1.1 ${status} `), `${label}: ${status}`);
+      t.match(head, /\r\nAccess-Control-Allow-Origin: \*\r\n/i, `${label}: CORS`);
+      t.match(head, /\r\nAccess-Control-Allow-Methods: GET, POST, OPTIONS\r\n/i, `${label}: CORS methods`);
+      t.match(JSON.parse(body), { error: String }, `${label}: a JSON body`);
+    }
+    const res = await d.raw('/health');
+    t.equal(res.status, 200, 'still serving');
   });
 
   t.test('RPC answers carry the CORS headers, successes and errors alike', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { CHUNK_SIZE } from '../../src/fs/service.js';
+import { CHUNK_SIZE, GREP_MAX_LINE } from '../../src/fs/service.js';
 import { makeFs, b, thrown, type FsFixture } from './fixture.js';
 
 async function tree(t: Parameters<typeof makeFs>[0]): Promise<FsFixture> {
@@ -204,6 +204,24 @@ t.test('grep: a match straddling a chunk boundary is found, with the right line 
     file: '/straddle.txt', line: lines + 1, content: 'z'.repeat(CHUNK_SIZE - 3 - lines * line.length) + 'NEEDLE tail', match: 'NEEDLE',
   }]);
   t.same(fs.grep({ pattern: '^last' }).map((h) => h.line), [lines + 2]);
+});
+
+t.test('grep: a line longer than GREP_MAX_LINE is searched in its head only; memory stays bounded', async (t) => {
+  const { fs } = makeFs(t);
+  // One line longer than GREP_MAX_LINE (no newline for several chunks), then two ordinary lines.
+  const long = 'needle at the start ' + 'w'.repeat(GREP_MAX_LINE) + ' needle far away ' + 'v'.repeat(CHUNK_SIZE / 2);
+  await fs.write('/long.txt', b(long + '\nsecond line needle\nthird\n'));
+  const hits = fs.grep({ pattern: 'needle' });
+  t.same(hits.map((h) => [h.line, h.match]), [[1, 'needle'], [2, 'needle']], 'line numbers still count the long line once');
+  t.equal(hits[0]?.content.length, GREP_MAX_LINE, 'content is the searched head, not the whole line');
+  t.ok(long.startsWith(hits[0]!.content));
+  t.equal(hits[1]?.content, 'second line needle');
+  t.same(fs.grep({ pattern: 'far away' }), [], 'beyond the head is not searched (documented)');
+  t.same(fs.grep({ pattern: '^third$' }).map((h) => h.line), [3]);
+  // A long line that ends inside the last chunk, without a final newline.
+  await fs.write('/tail.txt', b('x'.repeat(GREP_MAX_LINE + CHUNK_SIZE / 2) + '\nend needle'));
+  t.same(fs.grep({ pattern: 'needle', path: '/', filePattern: 'tail.txt' }).map((h) => [h.line, h.content]), [[2, 'end needle']]);
+  t.same(fs.grep({ pattern: '^x', filePattern: 'tail.txt' }).map((h) => [h.line, h.content.length]), [[1, GREP_MAX_LINE]]);
 });
 
 t.test('grep: a multi-byte character split by the chunk boundary is still text', async (t) => {

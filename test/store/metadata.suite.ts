@@ -56,6 +56,21 @@ export function metadataStoreSuite(t: Test, makeStore: MakeStore): void {
     t.same([...table.keys({})], []);
   });
 
+  t.test('a key too long to store is simply absent: get is undefined, remove a no-op, the transaction commits', async (t) => {
+    const { fx } = await fixture(t);
+    const { store } = fx();
+    const table = store.table<number>('long-keys');
+    for (const n of [3000, 10_000, 100_000]) {
+      const key = 'k'.repeat(n);
+      t.equal(table.get(key), undefined, `get, ${n} chars`);
+      await t.resolves(store.transact(() => {
+        table.remove(key);
+        table.put('after', n);
+      }), `remove, ${n} chars, inside a transaction that goes on writing`);
+      t.equal(table.get('after'), n, 'the rest of the transaction committed');
+    }
+  });
+
   t.test('JSON-compatible values round-trip', async (t) => {
     const { fx } = await fixture(t);
     const table = fx().store.table<unknown>('values');

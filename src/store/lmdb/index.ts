@@ -14,10 +14,25 @@ import type { BlobStore, Key, MetadataStore, RangeOptions, Table } from '../type
  */
 const STRUCTURES = Symbol.for('svc.structures');
 
+/**
+ * LMDB refuses keys over 1,978 bytes (lmdb-js throws "Key size is larger than the maximum key size"
+ * or, for very long strings, a RangeError "does not fit in target buffer"). No such key can have
+ * been stored, so a lookup or removal with one finds nothing, rather than failing the request with
+ * -32603 (a 10,000-character name from a client is a lookup miss, not a server fault).
+ */
+function isOversizedKey(err: unknown): boolean {
+  return err instanceof Error && /maximum key size|does not fit in target buffer/i.test(err.message);
+}
+
 class LmdbTable<V> implements Table<V> {
   constructor(private readonly db: Database<V, Key>) {}
   get(key: Key): V | undefined {
-    return this.db.get(key);
+    try {
+      return this.db.get(key);
+    } catch (err) {
+      if (isOversizedKey(err)) return undefined;
+      throw err;
+    }
   }
   // lmdb-js writes into the options object it is given (getKeys sets values:false), so it gets a
   // copy: a caller reusing one RangeOptions for keys() then range() would see undefined keys.
@@ -31,7 +46,11 @@ class LmdbTable<V> implements Table<V> {
     this.db.put(key, value);
   }
   remove(key: Key): void {
-    this.db.remove(key);
+    try {
+      this.db.remove(key);
+    } catch (err) {
+      if (!isOversizedKey(err)) throw err;
+    }
   }
 }
 

@@ -73,9 +73,18 @@ export class HttpFace {
       if (pathOf(req) === '/api/nfs/ws') this.#ws.handleUpgrade(req, socket, head);
       else socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
     });
-    this.#server.on('clientError', (_err, socket) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-      else socket.destroy();
+    // A request Node cannot parse (bad request line or headers, headers too large) still gets a JSON
+    // answer with the CORS headers, like every other answer.
+    this.#server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      const [status, text] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
+      const body = JSON.stringify({ error: text });
+      const headers = Object.entries(CORS_HEADERS).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+      socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\n${headers}Content-Type: application/json\r\n`
+        + `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
     });
   }
 
@@ -96,9 +105,11 @@ export class HttpFace {
   /** Stop accepting, close sockets, and wait for in-flight requests to finish. */
   async close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
-    this.#ws.close();
+    // WebSocket connections answer what they have received, then close with 1001.
+    const wsClosed = this.#ws.close();
     this.#server.closeIdleConnections();
     if (this.#inFlight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    await wsClosed;
     this.#server.closeIdleConnections();
     await closed;
   }

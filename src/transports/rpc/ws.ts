@@ -51,6 +51,9 @@ export class WebSocketFace {
   static readonly methods = ['unwatch', 'watch'] as const;
   readonly #wss: WebSocketServer;
   readonly #opts: WebSocketFaceOptions;
+  /** Each open connection's message queue (the promise settles when what it has received is answered). */
+  readonly #queues = new Map<WebSocket, () => Promise<void>>();
+  #closing = false;
 
   constructor(opts: WebSocketFaceOptions & { maxPayload: number }) {
     this.#opts = opts;
@@ -58,8 +61,15 @@ export class WebSocketFace {
   }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (this.#closing) {
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n');
+      return;
+    }
     this.#opts.authenticator.resolve(req.headers, 'ws').then(
-      (ctx) => this.#wss.handleUpgrade(req, socket, head, (ws) => this.#serve(ws, ctx, req)),
+      (ctx) => {
+        if (this.#closing) socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n');
+        else this.#wss.handleUpgrade(req, socket, head, (ws) => this.#serve(ws, ctx, req));
+      },
       (err: Error) => {
         const status = err instanceof SvcError && err.httpStatus === 403 ? '403 Forbidden' : '401 Unauthorized';
         socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\n${err.message}`);
@@ -67,9 +77,15 @@ export class WebSocketFace {
     );
   }
 
-  close(): void {
-    for (const ws of this.#wss.clients) ws.close(1001, 'server shutting down');
+  /**
+   * Shut down: no new connections or messages; every message already received is handled and
+   * answered (in-flight requests finish), then each connection is closed with 1001.
+   */
+  async close(): Promise<void> {
+    this.#closing = true;
     this.#wss.close();
+    await Promise.all([...this.#queues.values()].map((drained) => drained()));
+    for (const ws of this.#wss.clients) ws.close(1001, 'server shutting down');
   }
 
   #serve(ws: WebSocket, initial: OperationContext, req: IncomingMessage): void {
@@ -168,10 +184,14 @@ export class WebSocketFace {
     };
     // One connection's messages are handled in the order they arrive, as a client expects of a
     // socket (a notification `write` then a `read` sees the write); connections run in parallel.
+    this.#queues.set(ws, () => queue);
     ws.on('message', (data) => {
+      // A message that arrives once shutdown has begun is not started: the connection closes with 1001.
+      if (this.#closing) return;
       queue = queue.then(() => onMessage(data)).catch((err) => this.#opts.log.error({ err }, 'websocket message failed'));
     });
     ws.on('close', () => {
+      this.#queues.delete(ws);
       unsubscribe();
       subs.clear();
     });
