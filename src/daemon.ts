@@ -65,7 +65,7 @@ export function buildServices(dataDir: string, log: Logger, opts: BuildOptions =
   const store = new LmdbStore(dataDir);
   const events = new EventBus((err) => log.error({ err }, 'change listener failed'));
   const fs = new FsService({ store, blobs: store.blobs, events });
-  const workspaces = new WorkspaceService({ store, fs });
+  const workspaces = new WorkspaceService({ store, fs, clock: opts.clock });
   const mounts = new MountService({ store, fs, log: log.child({ component: 'mounts' }) });
   const keys = new ApiKeyStore({
     store, secretPath: join(dataDir, 'auth-secret'), onWriteError: (err) => log.error({ err }, 'auth audit write failed'), clock: opts.clock,
@@ -96,12 +96,18 @@ export class Daemon {
   #starting: Promise<AddressInfo> | undefined;
   #stopping: Promise<void> | undefined;
   readonly #clock: (() => number) | undefined;
+  readonly #sweepEveryMs: number;
+  #sweeper: NodeJS.Timeout | undefined;
 
-  /** `opts.clock` replaces Date.now for expiry decisions (tests); production passes nothing. */
-  constructor(config: Config, log?: Logger, opts: { clock?: () => number } = {}) {
+  /**
+   * `opts.clock` replaces Date.now for expiry decisions (tests); production passes nothing.
+   * `opts.sweepEveryMs` is how often registrations whose ttl has passed are dropped (default 60 s).
+   */
+  constructor(config: Config, log?: Logger, opts: { clock?: () => number; sweepEveryMs?: number } = {}) {
     this.config = config;
     this.log = log ?? createLogger(config.logLevel);
     this.#clock = opts.clock;
+    this.#sweepEveryMs = opts.sweepEveryMs ?? 60_000;
   }
 
   get services(): Services {
@@ -129,6 +135,10 @@ export class Daemon {
     await services.fs.upgrade();
     await services.mounts.activateSaved();
     await services.workspaces.sweepExpired();
+    // An expired workspace is invisible at once; this releases what its snapshots pinned.
+    this.#sweeper = setInterval(() => {
+      services.workspaces.sweepExpired().catch((err: unknown) => log.error({ err }, 'workspace ttl sweep failed'));
+    }, this.#sweepEveryMs).unref();
     const provider = createAuthProvider(
       config.authType, config.authType === 'simple' ? { api_key: config.apiKey } : config.authConfig,
       { store: services.keys, log: log.child({ component: 'auth' }), clock: this.#clock },
@@ -170,6 +180,7 @@ export class Daemon {
 
   async #stop(): Promise<void> {
     await this.#starting?.catch(() => undefined);
+    clearInterval(this.#sweeper);
     await this.#http?.close();
     await this.#authenticator?.close();
     await this.#fuse?.stop();

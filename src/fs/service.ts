@@ -814,8 +814,12 @@ export class FsService {
    * Make the tree below `dir` equal to `files` in one transaction: files that differ come back as
    * a new version (their history is kept), missing ones are recreated, files not in `files` are
    * deleted. Directories in the way of a file are removed. Content is shared, never copied.
+   * `before` runs first inside the same transaction (it may throw): the caller's proof that what
+   * pins `files` (a snapshot) still exists, so no chunk can be released between the two.
    */
-  async restoreTree(dir: string, files: ReadonlyMap<string, TreeFile>): Promise<{ restored: number; deleted: number }> {
+  async restoreTree(
+    dir: string, files: ReadonlyMap<string, TreeFile>, before?: () => void,
+  ): Promise<{ restored: number; deleted: number }> {
     const d = normalizePath(dir);
     const settle = this.#check({}, 'write', [d], true);
     try {
@@ -823,6 +827,7 @@ export class FsService {
       const now = Date.now();
       const changes: ChangeEvent[] = [];
       const result = await this.#store.transact(() => {
+        before?.();
         const current = new Map<string, FileRecord>();
         for (const range of subtreeRanges(d)) {
           for (const { key, value } of this.#entries.range(range)) {

@@ -215,7 +215,14 @@ export class WorkspaceService {
     const { header, manifest } = this.#snapshot(ws, snapshotNumber);
     const files = new Map<string, TreeFile>();
     for (const [rel, f] of manifest) files.set(rel, unpackFile(f));
-    const { restored, deleted } = await this.#fs.restoreTree(ws, files);
+    // An unregister racing this restore may release the snapshot's chunks: the snapshot must still
+    // be there in the restore's own transaction, or the restore is -32000 like any absent snapshot.
+    const { restored, deleted } = await this.#fs.restoreTree(ws, files, () => {
+      if (!this.#live(ws)) throw notRegistered(ws);
+      if (!this.#snapshots.get(snapKey(ws, snapshotNumber))) {
+        throw new NotFoundError(`Snapshot not found: ${ws} #${snapshotNumber}`, { path: ws, snapshot_number: snapshotNumber });
+      }
+    });
     return {
       restored: true, files_restored: restored, files_deleted: deleted, snapshot_number: header.snapshot_number,
       timestamp: new Date(header.created),

@@ -62,6 +62,24 @@ t.test('snapshot operations need a registered workspace', async (t) => {
   await t.rejects(ws.restore('/ghost', 1), { code: -32000 });
 });
 
+t.test('a restore racing an unregister of its workspace is -32000 and restores nothing', async (t) => {
+  const { fs, workspaces: ws } = await open(t);
+  await ws.register('/race');
+  await fs.write('/race/a.txt', Buffer.from('only the snapshot keeps this'));
+  await ws.snapshot('/race');
+  await fs.delete('/race/a.txt');
+  // Both start while the workspace is registered; the unregister commits first and then releases
+  // the snapshot's chunks, so the restore must notice inside its own transaction.
+  const unregistered = ws.unregister('/race');
+  const restored = ws.restore('/race', 1);
+  await t.rejects(restored, { code: -32000, message: /Workspace not registered: \/race/ });
+  t.equal(await unregistered, true);
+  t.equal(fs.exists('/race/a.txt'), false, 'nothing was restored');
+  // The content is gone with the snapshot: writing it again stores it afresh, whole.
+  await fs.write('/race/b.txt', Buffer.from('only the snapshot keeps this'));
+  t.equal(fs.read('/race/b.txt').content.toString(), 'only the snapshot keeps this');
+});
+
 t.test('snapshot / edit / restore / diff round trip on 1,000 files; history intact', async (t) => {
   const { fs, workspaces: ws, store } = await open(t);
   const N = 1000;
@@ -253,4 +271,32 @@ t.test('file names that are Object.prototype members are ordinary entries', asyn
   t.notOk(fs.exists('/o/__proto__'));
   t.match(await ws.restore('/o', 2), { files_deleted: 0, files_restored: 4 });
   t.equal(fs.read('/o/__proto__').content.toString(), '__proto__');
+});
+
+t.test('a running daemon drops expired registrations and frees what their snapshots pinned', async (t) => {
+  const { Daemon } = await import('../../src/daemon.js');
+  const { loadConfig } = await import('../../src/config.js');
+  const { createHash } = await import('node:crypto');
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-ws-sweep-'));
+  let now = Date.parse('2026-11-24T00:00:00Z');
+  const daemon = new Daemon(loadConfig({ port: 0, dataDir, logLevel: 'silent' }, {}), undefined, {
+    clock: () => now, sweepEveryMs: 20,
+  });
+  await daemon.start();
+  t.teardown(async () => {
+    await daemon.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const { fs, workspaces, store } = daemon.services;
+  const content = enc('pinned only by the snapshot of a short-lived workspace');
+  const hash = createHash('sha256').update(content).digest('hex');
+  await workspaces.register('/short', { ttl: 60 });
+  await fs.write('/short/a.txt', content);
+  await workspaces.snapshot('/short');
+  await fs.delete('/short/a.txt');
+  t.ok(store.blobs.has(hash), 'the snapshot keeps the chunk alive');
+  now += 61_000;
+  for (let i = 0; i < 200 && store.blobs.has(hash); i++) await new Promise((r) => setTimeout(r, 10));
+  t.notOk(store.blobs.has(hash), 'released by the periodic sweep, without a restart');
+  await t.resolves(workspaces.register('/short'), 'the path can be registered again');
 });
