@@ -6,8 +6,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { extname } from 'node:path';
-import { parse as parseYaml, parseDocument } from 'yaml';
+import type * as Yaml from 'yaml';
+
+/** yaml, loaded on first use (only YAML config files need it; start-up of every other daemon skips it). */
+const yaml = (): typeof Yaml => createRequire(import.meta.url)('yaml') as typeof Yaml;
 import type { z } from 'zod';
 
 const isYaml = (path: string) => ['.yaml', '.yml'].includes(extname(path).toLowerCase());
@@ -22,7 +26,7 @@ export function readAuthConfigFile(path: string): Record<string, unknown> {
   }
   let value: unknown;
   try {
-    value = isYaml(path) ? parseYaml(text) : JSON.parse(text);
+    value = isYaml(path) ? yaml().parse(text) : JSON.parse(text);
   } catch (err) {
     throw new Error(`auth config ${path} is not valid ${isYaml(path) ? 'YAML' : 'JSON'}: ${(err as Error).message}`);
   }
@@ -53,7 +57,7 @@ export function writeLocalUser(path: string, username: string, user: Record<stri
   let text: string;
   let replaced = false;
   if (isYaml(path)) {
-    const doc = created ? parseDocument('{}') : parseDocument(readFileSync(path, 'utf8'));
+    const doc = created ? yaml().parseDocument('{}') : yaml().parseDocument(readFileSync(path, 'utf8'));
     if (doc.errors.length) throw new Error(`auth config ${path} is not valid YAML: ${doc.errors[0]!.message}`);
     if (created) doc.set('jwt_secret', randomBytes(32).toString('hex'));
     replaced = doc.hasIn(['users', username]);

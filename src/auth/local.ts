@@ -7,7 +7,7 @@
  * "subject_id"?, "tenant_id"?, "is_admin"?, "name"?, "metadata"?}}}`.
  */
 import bcrypt from 'bcryptjs';
-import { SignJWT, jwtVerify } from 'jose';
+import { jose } from './jose.js';
 import { z } from 'zod';
 import { AccessDeniedError } from '../core/errors.js';
 import { type AuthProvider, type AuthResult, SUBJECT_TYPES, UNAUTHENTICATED } from './types.js';
@@ -70,6 +70,7 @@ export class LocalAuthProvider implements AuthProvider {
     const ok = await bcrypt.compare(password, user?.password_hash ?? this.#decoyHash); // constant-time bcrypt comparison
     if (!user || !ok) throw new AccessDeniedError('Invalid username or password');
     const expiresIn = this.#config.token_expiry;
+    const { SignJWT } = await jose();
     const token = await new SignJWT({
       subject_type: user.subject_type, subject_id: user.subject_id ?? username, tenant_id: user.tenant_id,
       is_admin: user.is_admin, ...(user.name ? { name: user.name } : {}),
@@ -92,6 +93,7 @@ export class LocalAuthProvider implements AuthProvider {
     let username: string | undefined;
     try {
       // Signature checked by WebCrypto's HMAC verify, which compares in constant time.
+      const { jwtVerify } = await jose();
       const { payload } = await jwtVerify(token, this.#secret, {
         algorithms: ['HS256'], issuer: LOCAL_ISSUER, audience: LOCAL_ISSUER, currentDate: new Date(this.#clock()),
       });

@@ -6,7 +6,7 @@
  * prefixed with the provider name (`<name>:<sub>`) unless the provider sets `subject_prefix`, so
  * that equal `sub` values of two issuers never become the same user.
  */
-import { decodeJwt } from 'jose';
+import { jose } from './jose.js';
 import { z } from 'zod';
 import type { Logger } from '../core/log.js';
 import { type AuthProvider, type AuthResult, UNAUTHENTICATED } from './types.js';
@@ -34,11 +34,11 @@ export class MultiOidcAuthProvider implements AuthProvider {
   }
 
   async authenticate(token: string): Promise<AuthResult> {
-    return (await this.#pick(token)?.authenticate(token)) ?? UNAUTHENTICATED;
+    return (await (await this.#pick(token))?.authenticate(token)) ?? UNAUTHENTICATED;
   }
 
   async validateToken(token: string): Promise<boolean> {
-    return (await this.#pick(token)?.validateToken(token)) ?? false;
+    return (await (await this.#pick(token))?.validateToken(token)) ?? false;
   }
 
   async close(): Promise<void> {
@@ -46,7 +46,8 @@ export class MultiOidcAuthProvider implements AuthProvider {
   }
 
   /** The provider whose issuer the token claims; only a hint: that provider verifies everything. */
-  #pick(token: string): OidcAuthProvider | undefined {
+  async #pick(token: string): Promise<OidcAuthProvider | undefined> {
+    const { decodeJwt } = await jose();
     let iss: unknown;
     try {
       iss = decodeJwt(token).iss;

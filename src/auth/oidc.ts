@@ -8,7 +8,8 @@
  * "email_claim"? ("email"), "subject_type"? ("user"), "admin_emails"? [], "subject_prefix"?,
  * "algorithms"?, "clock_tolerance"? (seconds, 0)}`.
  */
-import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import type { createRemoteJWKSet, JWTPayload } from 'jose';
+import { jose } from './jose.js';
 import { z } from 'zod';
 import type { Logger } from '../core/log.js';
 import { type AuthProvider, type AuthResult, SUBJECT_TYPES, UNAUTHENTICATED } from './types.js';
@@ -73,6 +74,7 @@ export class OidcAuthProvider implements AuthProvider {
       return undefined;
     }
     try {
+      const { jwtVerify } = await jose();
       const { payload } = await jwtVerify(token, keys, {
         issuer: this.config.issuer,
         audience: this.config.audience,
@@ -121,6 +123,7 @@ export class OidcAuthProvider implements AuthProvider {
   }
 
   async #discover(): Promise<KeySet> {
+    const { createRemoteJWKSet } = await jose();
     if (this.config.jwks_uri) return createRemoteJWKSet(new URL(this.config.jwks_uri));
     const url = `${this.config.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
     const res = await fetch(url, { headers: { Accept: 'application/json' }, signal: AbortSignal.timeout(10_000) });
