@@ -6,7 +6,7 @@
 import { open, type RootDatabase, type Database } from 'lmdb';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BlobStore, Key, MetadataStore, RangeOptions, Table } from '../types.js';
+import type { BlobStore, Key, MetadataStore, RangeOptions, Table, TransactOptions } from '../types.js';
 
 /**
  * Where msgpackr keeps each table's shared record structures: values are then encoded as compact
@@ -76,12 +76,24 @@ class LmdbBlobStore implements BlobStore {
   }
 }
 
+/**
+ * The native environment behind lmdb-js's root database (not in its typings): `info().lastTxnId`
+ * is the id of the latest commit visible to readers, which with overlappingSync is published
+ * before that commit is flushed.
+ */
+interface NativeEnv {
+  info(): { lastTxnId: number };
+}
+
 /** The LMDB environment with its metadata tables and chunk store. */
 export class LmdbStore implements MetadataStore {
   readonly blobs: BlobStore;
   readonly #root: RootDatabase;
   readonly #path: string;
   readonly #tables = new Map<string, LmdbTable<unknown>>();
+  readonly #env: NativeEnv;
+  /** Commits whose durable (flushed) promise has not settled yet: what {@link flushed} waits for. */
+  readonly #unflushed = new Set<Promise<unknown>>();
 
   constructor(dataDir: string) {
     this.#path = join(dataDir, 'db');
@@ -89,13 +101,18 @@ export class LmdbStore implements MetadataStore {
     this.#root = open({
       path: this.#path,
       // Durability: lmdb-js resolves each write promise after the commit is flushed (overlappingSync
-      // on Linux/macOS), so a resolved transact() survives kill -9 and power loss alike.
+      // on Linux/macOS), so a durable transact() survives kill -9 and power loss alike. With
+      // overlappingSync a commit is published (visible, its pages written to the OS) before the
+      // flush; a non-durable transact() resolves then: it survives kill -9 of the daemon, since on
+      // reopen with an unchanged boot id lmdb-js uses the latest committed transaction, and a
+      // power loss falls back to the last flushed one (never a torn database).
       compression: false,
       maxDbs: 64,
       mapSize: 2 ** 40,
     });
     const chunks = this.#root.openDB<Buffer, Key>({ name: 'chunks', encoding: 'binary' });
     this.blobs = new LmdbBlobStore(chunks, this.#path);
+    this.#env = (this.#root as unknown as { env: NativeEnv }).env;
   }
 
   table<V>(name: string): Table<V> {
@@ -107,8 +124,64 @@ export class LmdbStore implements MetadataStore {
     return t as Table<V>;
   }
 
-  transact<T>(fn: () => T): Promise<T> {
-    return this.#root.transaction(fn);
+  transact<T>(fn: () => T, options: TransactOptions = {}): Promise<T> {
+    if (options.durable !== false) return this.#track(this.#root.transaction(fn));
+    // lmdb-js resolves a transaction only after its flush, so the commit point is observed here:
+    // note the id of the write transaction the callback runs in, then wait until that id is the
+    // latest visible commit (published before the flush begins). The flush goes on behind.
+    let ran = false;
+    let threw = false;
+    let failure: unknown;
+    let value: T;
+    let txnId = 0;
+    const durable = this.#track(
+      this.#root.transaction(() => {
+        ran = true;
+        try {
+          value = fn();
+        } catch (err) {
+          threw = true;
+          failure = err;
+          throw err;
+        }
+        txnId = this.#root.getWriteTxnId();
+        return value;
+      }),
+    );
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const settle = (ok: boolean, v: unknown) => {
+        if (settled) return;
+        settled = true;
+        if (ok) resolve(v as T);
+        else reject(v);
+      };
+      durable.then((v) => settle(true, v), (err) => settle(false, err));
+      const poll = () => {
+        if (settled) return;
+        // A callback that throws has written nothing (callbacks check first, then write), so its
+        // error needs no commit to be reported.
+        if (threw) return settle(false, failure);
+        if (ran && this.#env.info().lastTxnId >= txnId) {
+          this.#root.resetReadTxn(); // reads in this event turn see the commit too
+          return settle(true, value);
+        }
+        setImmediate(poll);
+      };
+      setImmediate(poll);
+    });
+  }
+
+  async flushed(): Promise<void> {
+    await Promise.allSettled([...this.#unflushed]);
+    await this.#root.flushed;
+  }
+
+  #track<T>(p: Promise<T>): Promise<T> {
+    this.#unflushed.add(p);
+    const done = () => this.#unflushed.delete(p);
+    p.then(done, done);
+    return p;
   }
 
   describe() {
@@ -116,7 +189,7 @@ export class LmdbStore implements MetadataStore {
   }
 
   async close(): Promise<void> {
-    await this.#root.flushed;
+    await this.flushed();
     await this.#root.close();
   }
 }
