@@ -77,13 +77,10 @@ class LmdbBlobStore implements BlobStore {
 }
 
 /**
- * The native environment behind lmdb-js's root database (not in its typings): `info().lastTxnId`
- * is the id of the latest commit visible to readers, which with overlappingSync is published
- * before that commit is flushed.
+ * Where each non-durable transaction writes its sequence number (one key, `seq`), so that its
+ * caller can tell from an ordinary read when the commit has become visible to readers.
  */
-interface NativeEnv {
-  info(): { lastTxnId: number };
-}
+const COMMIT_MARKER_DB = 'svc.commit-marker';
 
 /** The LMDB environment with its metadata tables and chunk store. */
 export class LmdbStore implements MetadataStore {
@@ -91,7 +88,9 @@ export class LmdbStore implements MetadataStore {
   readonly #root: RootDatabase;
   readonly #path: string;
   readonly #tables = new Map<string, LmdbTable<unknown>>();
-  readonly #env: NativeEnv;
+  readonly #marker: Database<number, Key>;
+  /** Sequence number of the latest non-durable transaction queued (continues the stored one). */
+  #seq: number;
   /** Commits whose durable (flushed) promise has not settled yet: what {@link flushed} waits for. */
   readonly #unflushed = new Set<Promise<unknown>>();
 
@@ -112,7 +111,8 @@ export class LmdbStore implements MetadataStore {
     });
     const chunks = this.#root.openDB<Buffer, Key>({ name: 'chunks', encoding: 'binary' });
     this.blobs = new LmdbBlobStore(chunks, this.#path);
-    this.#env = (this.#root as unknown as { env: NativeEnv }).env;
+    this.#marker = this.#root.openDB<number, Key>({ name: COMMIT_MARKER_DB, encoding: 'msgpack' });
+    this.#seq = this.#marker.get('seq') ?? 0;
   }
 
   table<V>(name: string): Table<V> {
@@ -127,16 +127,15 @@ export class LmdbStore implements MetadataStore {
   transact<T>(fn: () => T, options: TransactOptions = {}): Promise<T> {
     if (options.durable !== false) return this.#track(this.#root.transaction(fn));
     // lmdb-js resolves a transaction only after its flush, so the commit point is observed here:
-    // note the id of the write transaction the callback runs in, then wait until that id is the
-    // latest visible commit (published before the flush begins). The flush goes on behind.
-    let ran = false;
+    // the transaction also writes its sequence number to a marker key, and the promise resolves
+    // once a fresh read sees it (lmdb-js publishes a commit to readers before flushing it). The
+    // flush goes on behind; flushed() waits for it.
+    const seq = ++this.#seq;
     let threw = false;
     let failure: unknown;
     let value: T;
-    let txnId = 0;
     const durable = this.#track(
       this.#root.transaction(() => {
-        ran = true;
         try {
           value = fn();
         } catch (err) {
@@ -144,7 +143,7 @@ export class LmdbStore implements MetadataStore {
           failure = err;
           throw err;
         }
-        txnId = this.#root.getWriteTxnId();
+        this.#marker.put('seq', seq);
         return value;
       }),
     );
@@ -162,10 +161,8 @@ export class LmdbStore implements MetadataStore {
         // A callback that throws has written nothing (callbacks check first, then write), so its
         // error needs no commit to be reported.
         if (threw) return settle(false, failure);
-        if (ran && this.#env.info().lastTxnId >= txnId) {
-          this.#root.resetReadTxn(); // reads in this event turn see the commit too
-          return settle(true, value);
-        }
+        this.#root.resetReadTxn(); // a snapshot of the latest commit, for this check and every read after it
+        if ((this.#marker.get('seq') ?? 0) >= seq) return settle(true, value);
         setImmediate(poll);
       };
       setImmediate(poll);
