@@ -110,6 +110,15 @@ t.test('close, unlink, rename, mkdir, rmdir, chmod and utimens through the mount
   t.same(store.durability.filter((d) => d), [], 'none of them waited for the flush');
 });
 
+t.test('a new small file costs one transaction: create, write, flush, release', async (t) => {
+  const { store, ops } = setup(t);
+  const before = store.durability.length;
+  const fd = await createWithContent(ops, '/one.txt', 'one');
+  t.equal((await call(ops.flush, '/one.txt', fd))[0], 0);
+  t.equal((await call(ops.release, '/one.txt', fd))[0], 0);
+  t.equal(store.durability.length - before, 1);
+});
+
 t.test('fsync answers only once the store has flushed, after committing the handle', async (t) => {
   const { store, fs, ops } = setup(t);
   const fd = await createWithContent(ops, '/f.txt', 'unsynced');
