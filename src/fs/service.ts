@@ -57,6 +57,13 @@ export type CommitHook = (events: readonly ChangeEvent[]) => Promise<void>;
 /** Who asks for a change: a client (guards apply) or a storage backend reporting an outside change. */
 export interface ChangeOrigin {
   fromBackend?: boolean | undefined;
+  /**
+   * false: answer once the change is committed (visible to every face, surviving a daemon crash)
+   * instead of once it is flushed to stable storage; `flushed()` then waits for the flush. The
+   * FUSE mount uses it (a local disk's close() does not sync either; its fsync does). Absent or
+   * true, as for every RPC write: answer only after the durable commit.
+   */
+  durable?: boolean | undefined;
 }
 
 export interface WriteOptions extends ChangeOrigin {
@@ -348,7 +355,7 @@ export class FsService {
     p: string, etag: string, size: number, pieces: { hash: string; data: Uint8Array | (() => Uint8Array) }[], opts: WriteOptions,
   ): Promise<WriteResult> {
     const now = Date.now();
-    const result = await this.#store.transact(() => {
+    const result = await this.#transact(opts, () => {
       const existing = this.#entries.get(entryKey(p));
       if (existing?.kind === 'dir') throw isADirectory(p);
       const missingParents = this.#checkParents(p, true);
@@ -386,11 +393,21 @@ export class FsService {
     return { etag, version: result.version, size, modified_at: new Date(now) };
   }
 
+  /** Resolves once every change committed so far (durable or not) is flushed to stable storage. */
+  flushed(): Promise<void> {
+    return this.#store.flushed();
+  }
+
+  /** A mutation's transaction, durable unless the origin asks otherwise ({@link ChangeOrigin.durable}). */
+  #transact<T>(origin: ChangeOrigin, fn: () => T): Promise<T> {
+    return this.#store.transact(fn, { durable: origin.durable !== false });
+  }
+
   async delete(path: string, origin: ChangeOrigin = {}): Promise<void> {
     const p = normalizeFilePath(path);
     const settle = this.#check(origin, 'delete', [p], false);
     try {
-      await this.#store.transact(() => {
+      await this.#transact(origin, () => {
         const rec = this.#entries.get(entryKey(p));
         if (!rec) throw fileNotFound(p);
         if (rec.kind === 'dir') throw isADirectory(p);
@@ -421,7 +438,7 @@ export class FsService {
         throw new ValidationError(`Cannot move ${from} into itself (${to})`, { path: to, errno: 'EINVAL' });
       }
       const now = Date.now();
-      const created = await this.#store.transact(() => {
+      const created = await this.#transact(origin, () => {
         const src = this.#entries.get(entryKey(from));
         if (!src) throw fileNotFound(from);
         const dst = this.#entries.get(entryKey(to));
@@ -468,7 +485,7 @@ export class FsService {
         throw new ExistsError('Directory already exists: /', { path: p });
       }
       const now = Date.now();
-      const created = await this.#store.transact(() => {
+      const created = await this.#transact(opts, () => {
         const existing = this.#entries.get(entryKey(p));
         if (existing?.kind === 'dir') {
           if (opts.parents || opts.existOk) return [];
@@ -491,7 +508,7 @@ export class FsService {
     if (p === '/') throw new InvalidPathError('The root directory cannot be removed', path);
     const settle = this.#check(opts, 'rmdir', [p], true);
     try {
-      await this.#store.transact(() => {
+      await this.#transact(opts, () => {
         const rec = this.#entries.get(entryKey(p));
         if (!rec) throw new NotFoundError(`Directory not found: ${p}`, { path: p });
         if (rec.kind !== 'dir') throw notADirectory(p);
@@ -515,7 +532,7 @@ export class FsService {
     const p = normalizeFilePath(path);
     const settle = this.#check(origin, 'write', [p], false);
     try {
-      return await this.#store.transact(() => {
+      return await this.#transact(origin, () => {
         const rec = this.#entries.get(entryKey(p));
         if (!rec) throw new NotFoundError(`Not found: ${p}`, { path: p });
         const next: EntryRecord = { ...rec };

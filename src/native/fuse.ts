@@ -67,6 +67,8 @@ export interface FuseOperations {
   ftruncate(path: string, fd: number, size: number, cb: Cb): void;
   flush(path: string, fd: number, cb: Cb): void;
   fsync(path: string, datasync: number, fd: number, cb: Cb): void;
+  /** fsync of a directory (after a rename or create in it, for durability). */
+  fsyncdir(path: string, datasync: number, fd: number, cb: Cb): void;
   release(path: string, fd: number, cb: Cb): void;
   unlink(path: string, cb: Cb): void;
   rename(src: string, dest: string, cb: Cb): void;

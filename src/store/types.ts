@@ -3,7 +3,8 @@
  * The storage seam. Services see these interfaces only; the composition root injects an
  * adapter (embedded LMDB today). Reads are synchronous (LMDB serves them from its memory map);
  * writes happen inside {@link MetadataStore.transact}, whose callback runs atomically and whose
- * promise resolves only once the commit is durable.
+ * promise resolves once the commit is durable (or, when asked, once it is committed and visible;
+ * {@link MetadataStore.flushed} then says when it is durable).
  */
 
 /** Ordered keys: strings compare by UTF-8 bytes, which keeps a directory's entries contiguous. */
@@ -35,16 +36,30 @@ export interface Table<V> {
   remove(key: Key): void;
 }
 
+/** How {@link MetadataStore.transact} resolves. */
+export interface TransactOptions {
+  /**
+   * true (the default): resolve once the commit is durable (flushed to stable storage, survives
+   * power loss). false: resolve once it is committed — visible to every reader and surviving a
+   * crash of this process, but not yet flushed; {@link MetadataStore.flushed} waits for the flush.
+   * This is what a local disk promises for close() without fsync (the FUSE mount uses it).
+   */
+  durable?: boolean | undefined;
+}
+
 export interface MetadataStore {
   /** Open (or create) a named table. Call at construction time, not per request. */
   table<V>(name: string): Table<V>;
   /**
-   * Run `fn` atomically and resolve with its result once the commit is durable. `fn` is
+   * Run `fn` atomically and resolve with its result once the commit is durable (see
+   * {@link TransactOptions.durable} for resolving at the commit instead). `fn` is
    * synchronous: it sees the latest committed state plus its own writes. Concurrent callers share
    * commits. Throwing before any write aborts nothing because nothing was written: callbacks do all
    * checks first, then all writes.
    */
-  transact<T>(fn: () => T): Promise<T>;
+  transact<T>(fn: () => T, options?: TransactOptions): Promise<T>;
+  /** Resolves once every commit made before the call (durable or not) is durable. */
+  flushed(): Promise<void>;
   /** Human description for `status.metadata_store`. */
   describe(): { type: string; instance: string };
   close(): Promise<void>;

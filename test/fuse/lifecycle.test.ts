@@ -44,6 +44,9 @@ t.test('mount lifecycle', { skip }, async (t) => {
   t.test('after kill -9 the mount is stale; the next start clears it and the data is there', async (t) => {
     await daemon.start();
     await shOk(`mkdir '${mnt}/d' && seq 1 10000 > '${mnt}/d/numbers.txt'`);
+    // Closed (not fsynced) just before the kill: the mount answers once a change is committed,
+    // not once flushed, and a committed change must survive the daemon's death.
+    await shOk(`cd '${mnt}/d' && for i in $(seq 1 150); do echo "file $i" > f$i; done && rm f7 && mv f8 g8 && mkdir e && chmod 600 f9`);
     await daemon.kill9();
     t.ok(isMounted(mnt), 'the dead daemon left its mount');
     t.match((await sh(`ls '${mnt}'`)).stderr, /Transport endpoint is not connected/, 'and it is stale');
@@ -51,6 +54,12 @@ t.test('mount lifecycle', { skip }, async (t) => {
     t.equal(await shOk(`cat '${mnt}/kept.txt'`), 'kept\n');
     t.equal(await shOk(`cat '${mnt}/int.txt'`), 'interrupted\n', 'written before SIGINT');
     t.equal((await shOk(`wc -l < '${mnt}/d/numbers.txt'`)).trim(), '10000', 'acknowledged writes survived');
+    const names = (await shOk(`ls '${mnt}/d'`)).split('\n').filter(Boolean).sort();
+    const expected = ['e', 'g8', 'numbers.txt', ...Array.from({ length: 150 }, (_, i) => `f${i + 1}`).filter((n) => n !== 'f7' && n !== 'f8')].sort();
+    t.same(names, expected, 'every file closed before the kill is there, and the unlink, rename and mkdir too');
+    t.equal(await shOk(`cat '${mnt}/d/f150'`), 'file 150\n', 'the last file closed before the kill');
+    t.equal(await shOk(`cat '${mnt}/d/g8'`), 'file 8\n');
+    t.equal((await shOk(`stat -c %a '${mnt}/d/f9'`)).trim(), '600', 'and the chmod');
     t.match(daemon.output(), /clearing a stale mount/, 'said what it did');
   });
 

@@ -402,6 +402,64 @@ export function metadataStoreSuite(t: Test, makeStore: MakeStore): void {
     t.same(table2.get('k3'), { v: 3 }, 'the reopened store takes writes');
   });
 
+  t.test('a non-durable commit is visible as soon as transact resolves, in order with durable ones', async (t) => {
+    const { fx } = await fixture(t);
+    const { store, blobs } = fx();
+    const table = store.table<number>('lazy');
+    // Many rounds: a commit observed a moment before readers could see it fails only now and then.
+    for (let i = 0; i < 300; i++) {
+      const r = await store.transact(() => {
+        table.put(`k${String(i).padStart(3, '0')}`, i);
+        if (i % 5 === 0) blobs.put(String(i % 10).repeat(64), Buffer.from(`chunk ${i}`));
+        return i * 2;
+      }, { durable: i % 3 !== 0 });
+      if (r !== i * 2) t.fail(`commit ${i}: ${r} is not the callback result`);
+      if (table.get(`k${String(i).padStart(3, '0')}`) !== i) t.fail(`commit ${i} not visible when transact resolved`);
+    }
+    t.equal(keysOf(table, {}).length, 300, 'every commit visible');
+    t.equal(blobs.get('5'.repeat(64))?.toString(), 'chunk 295', 'chunks commit with it');
+  });
+
+  t.test('a non-durable callback that throws rejects with its error and writes nothing', async (t) => {
+    const { fx } = await fixture(t);
+    const { store } = fx();
+    const table = store.table<number>('lazy-throw');
+    const thrown = new Error('checks first');
+    const err = await store.transact(() => {
+      if (table.get('k') === undefined) throw thrown;
+      table.put('k', 1);
+    }, { durable: false }).then(() => undefined, (e: unknown) => e);
+    t.equal(err, thrown);
+    t.equal(table.get('k'), undefined);
+    t.equal(await store.transact(() => (table.put('k', 2), 'usable'), { durable: false }), 'usable');
+    t.equal(table.get('k'), 2);
+  });
+
+  t.test('flushed() waits for every commit made before it, durable or not', async (t) => {
+    const { fx } = await fixture(t);
+    const { store } = fx();
+    const table = store.table<number>('flush');
+    await store.flushed(); // nothing pending: resolves
+    const settled: number[] = [];
+    const pending = Array.from({ length: 8 }, (_, i) =>
+      store.transact(() => table.put(`k${i}`, i), { durable: i % 2 === 0 }).then(() => settled.push(i)));
+    await store.flushed();
+    // A durable transact resolves after its flush; flushed() resolving first would leave it unsettled.
+    await new Promise((resolve) => setImmediate(resolve)); // the callbacks chained on those promises
+    t.same(settled.slice().sort(), [0, 1, 2, 3, 4, 5, 6, 7], 'every transaction before it has settled');
+    await Promise.all(pending);
+  });
+
+  t.test('non-durable commits survive close and reopen (close flushes)', async (t) => {
+    const { fx, reopen } = await fixture(t);
+    const { store } = fx();
+    const table = store.table<number>('lazy-reopen');
+    for (let i = 0; i < 10; i++) await store.transact(() => table.put(`k${i}`, i), { durable: false });
+    await store.transact(() => table.remove('k3'), { durable: false });
+    const again = await reopen();
+    t.same(keysOf(again.store.table<number>('lazy-reopen'), {}), ['k0', 'k1', 'k2', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9']);
+  });
+
   t.test('describe() names the adapter', async (t) => {
     const { fx } = await fixture(t);
     const m = fx().store.describe();

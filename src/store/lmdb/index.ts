@@ -6,7 +6,7 @@
 import { open, type RootDatabase, type Database } from 'lmdb';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BlobStore, Key, MetadataStore, RangeOptions, Table } from '../types.js';
+import type { BlobStore, Key, MetadataStore, RangeOptions, Table, TransactOptions } from '../types.js';
 
 /**
  * Where msgpackr keeps each table's shared record structures: values are then encoded as compact
@@ -76,12 +76,23 @@ class LmdbBlobStore implements BlobStore {
   }
 }
 
+/**
+ * Where each non-durable transaction writes its sequence number (one key, `seq`), so that its
+ * caller can tell from an ordinary read when the commit has become visible to readers.
+ */
+const COMMIT_MARKER_DB = 'svc.commit-marker';
+
 /** The LMDB environment with its metadata tables and chunk store. */
 export class LmdbStore implements MetadataStore {
   readonly blobs: BlobStore;
   readonly #root: RootDatabase;
   readonly #path: string;
   readonly #tables = new Map<string, LmdbTable<unknown>>();
+  readonly #marker: Database<number, Key>;
+  /** Sequence number of the latest non-durable transaction queued (continues the stored one). */
+  #seq: number;
+  /** Commits whose durable (flushed) promise has not settled yet: what {@link flushed} waits for. */
+  readonly #unflushed = new Set<Promise<unknown>>();
 
   constructor(dataDir: string) {
     this.#path = join(dataDir, 'db');
@@ -89,13 +100,19 @@ export class LmdbStore implements MetadataStore {
     this.#root = open({
       path: this.#path,
       // Durability: lmdb-js resolves each write promise after the commit is flushed (overlappingSync
-      // on Linux/macOS), so a resolved transact() survives kill -9 and power loss alike.
+      // on Linux/macOS), so a durable transact() survives kill -9 and power loss alike. With
+      // overlappingSync a commit is published (visible, its pages written to the OS) before the
+      // flush; a non-durable transact() resolves then: it survives kill -9 of the daemon, since on
+      // reopen with an unchanged boot id lmdb-js uses the latest committed transaction, and a
+      // power loss falls back to the last flushed one (never a torn database).
       compression: false,
       maxDbs: 64,
       mapSize: 2 ** 40,
     });
     const chunks = this.#root.openDB<Buffer, Key>({ name: 'chunks', encoding: 'binary' });
     this.blobs = new LmdbBlobStore(chunks, this.#path);
+    this.#marker = this.#root.openDB<number, Key>({ name: COMMIT_MARKER_DB, encoding: 'msgpack' });
+    this.#seq = this.#marker.get('seq') ?? 0;
   }
 
   table<V>(name: string): Table<V> {
@@ -107,8 +124,61 @@ export class LmdbStore implements MetadataStore {
     return t as Table<V>;
   }
 
-  transact<T>(fn: () => T): Promise<T> {
-    return this.#root.transaction(fn);
+  transact<T>(fn: () => T, options: TransactOptions = {}): Promise<T> {
+    if (options.durable !== false) return this.#track(this.#root.transaction(fn));
+    // lmdb-js resolves a transaction only after its flush, so the commit point is observed here:
+    // the transaction also writes its sequence number to a marker key, and the promise resolves
+    // once a fresh read sees it (lmdb-js publishes a commit to readers before flushing it). The
+    // flush goes on behind; flushed() waits for it.
+    const seq = ++this.#seq;
+    let threw = false;
+    let failure: unknown;
+    let value: T;
+    const durable = this.#track(
+      this.#root.transaction(() => {
+        try {
+          value = fn();
+        } catch (err) {
+          threw = true;
+          failure = err;
+          throw err;
+        }
+        this.#marker.put('seq', seq);
+        return value;
+      }),
+    );
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const settle = (ok: boolean, v: unknown) => {
+        if (settled) return;
+        settled = true;
+        if (ok) resolve(v as T);
+        else reject(v);
+      };
+      durable.then((v) => settle(true, v), (err) => settle(false, err));
+      const poll = () => {
+        if (settled) return;
+        // A callback that throws has written nothing (callbacks check first, then write), so its
+        // error needs no commit to be reported.
+        if (threw) return settle(false, failure);
+        this.#root.resetReadTxn(); // a snapshot of the latest commit, for this check and every read after it
+        if ((this.#marker.get('seq') ?? 0) >= seq) return settle(true, value);
+        setImmediate(poll);
+      };
+      setImmediate(poll);
+    });
+  }
+
+  async flushed(): Promise<void> {
+    await Promise.allSettled([...this.#unflushed]);
+    await this.#root.flushed;
+  }
+
+  #track<T>(p: Promise<T>): Promise<T> {
+    this.#unflushed.add(p);
+    const done = () => this.#unflushed.delete(p);
+    p.then(done, done);
+    return p;
   }
 
   describe() {
@@ -116,7 +186,7 @@ export class LmdbStore implements MetadataStore {
   }
 
   async close(): Promise<void> {
-    await this.#root.flushed;
+    await this.flushed();
     await this.#root.close();
   }
 }

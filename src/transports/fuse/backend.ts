@@ -115,5 +115,11 @@ export interface FuseBackend {
   space(): Promise<SpaceInfo>;
   /** Changes committed through any face (RPC, WebSocket, other mounts, this one); returns unsubscribe. */
   onChange(listener: (event: ChangeEvent) => void): () => void;
+  /**
+   * Resolves once every change this backend has stored so far is durable (fsync). The in-process
+   * backend commits without waiting for the flush (as a local disk's close() does not sync) and
+   * waits for it here; the remote one's RPC writes are answered only once durable already.
+   */
+  sync(): Promise<void>;
   close(): Promise<void>;
 }

@@ -2,7 +2,8 @@
  * @module transports/fuse/local
  * The in-process FUSE backend: the daemon's own FsService, called directly (no RPC hop). Content is
  * read one chunk at a time by hash from the chunk store, and an open file is committed as one
- * version with writeChunks(), reusing the hashes of the chunks it did not change.
+ * version with writeChunks(), reusing the hashes of the chunks it did not change. Its changes are
+ * committed without waiting for the store's flush; fsync waits for it (see {@link NOT_DURABLE}).
  */
 import { statfs } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -18,6 +19,13 @@ export function nodeOf(rec: EntryRecord): NodeInfo {
   if (rec.kind === 'dir') return { kind: 'dir', size: 0, ...common };
   return { kind: rec.symlink ? 'symlink' : 'file', size: rec.size, version: rec.version, etag: rec.etag, ...common };
 }
+
+/**
+ * Changes made through the mount are answered once committed (visible to every face, surviving a
+ * crash of the daemon), not once flushed: a local disk's close() and unlink() do not sync either.
+ * fsync ({@link LocalBackend.sync}) waits for the flush; RPC writes keep waiting for it.
+ */
+const NOT_DURABLE = { durable: false } as const;
 
 export class LocalBackend implements FuseBackend {
   readonly description = 'in-process';
@@ -60,28 +68,30 @@ export class LocalBackend implements FuseBackend {
   /** Chunks are read when writeChunks needs them (once to hash, again only if new to the store): never all at once. */
   async commit(path: string, pieces: CommitPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
     const content = await Promise.all(pieces.map(async (p) => ({ hash: p.hash, data: p.readSync ?? await p.read() })));
-    const r = await this.#fs.writeChunks(path, content, { attributes: opts.attributes, symlink: opts.symlink, modified: opts.modified });
+    const r = await this.#fs.writeChunks(path, content, {
+      attributes: opts.attributes, symlink: opts.symlink, modified: opts.modified, ...NOT_DURABLE,
+    });
     return { version: r.version, etag: r.etag, size: r.size };
   }
 
   async remove(path: string): Promise<void> {
-    await this.#fs.delete(path);
+    await this.#fs.delete(path, NOT_DURABLE);
   }
 
   async rename(from: string, to: string): Promise<void> {
-    await this.#fs.rename(from, to, { overwrite: true });
+    await this.#fs.rename(from, to, { overwrite: true, ...NOT_DURABLE });
   }
 
   async mkdir(path: string, attributes: EntryAttributes): Promise<void> {
-    await this.#fs.mkdir(path, { attributes });
+    await this.#fs.mkdir(path, { attributes, ...NOT_DURABLE });
   }
 
   async rmdir(path: string): Promise<void> {
-    await this.#fs.rmdir(path);
+    await this.#fs.rmdir(path, NOT_DURABLE);
   }
 
   async setAttributes(path: string, changes: AttributeChanges): Promise<void> {
-    await this.#fs.setAttributes(path, changes);
+    await this.#fs.setAttributes(path, changes, NOT_DURABLE);
   }
 
   async versions(path: string): Promise<VersionInfo[]> {
@@ -101,6 +111,11 @@ export class LocalBackend implements FuseBackend {
 
   onChange(listener: Parameters<EventBus['subscribe']>[0]): () => void {
     return this.#events.subscribe(listener);
+  }
+
+  /** fsync: wait until every commit made so far (this mount's and any other) is flushed. */
+  sync(): Promise<void> {
+    return this.#fs.flushed();
   }
 
   async close(): Promise<void> {}

@@ -136,7 +136,14 @@ export class FuseFileSystem {
         handle.dirtied = false;
         await this.#commit(handle.file);
       }),
-      fsync: (path, _datasync, fd, cb) => this.#run('fsync', path, cb, () => this.#commit(this.#handle(fd).file)),
+      // fsync/fdatasync: commit what the handle holds, then wait until the store has flushed it
+      // (flush and release commit without that wait, as a local disk's close() does not sync).
+      fsync: (path, _datasync, fd, cb) => this.#run('fsync', path, cb, async () => {
+        await this.#commit(this.#handle(fd).file);
+        await this.#backend.sync();
+      }),
+      // A directory's fsync (editors after renaming over a file) makes its entries' changes durable.
+      fsyncdir: (path, _datasync, _fd, cb) => this.#run('fsyncdir', path, cb, () => this.#backend.sync()),
       release: (path, fd, cb) => this.#run('release', path, cb, () => this.#release(fd)),
       unlink: (path, cb) => this.#run('unlink', path, cb, () => this.#unlink(path)),
       rename: (from, to, cb) => this.#run('rename', from, cb, () => this.#rename(from, to)),

@@ -185,6 +185,9 @@ export class RemoteBackend implements FuseBackend {
     return () => this.#listeners.delete(listener);
   }
 
+  /** Every RPC write is answered only after its durable commit: nothing left to wait for. */
+  async sync(): Promise<void> {}
+
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#reconnect);

@@ -1,0 +1,159 @@
+/**
+ * @module test/fuse/sync
+ * Durability of the in-process mount, in process (no kernel): what the mount changes (close,
+ * unlink, rename, mkdir, rmdir, chmod, utimens) is committed without waiting for the store's flush,
+ * as a local disk's close() does not sync; fsync and fsyncdir answer only once the store has
+ * flushed; RPC-style service calls stay durable.
+ */
+import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { EventBus } from '../../src/core/events.js';
+import { FsService } from '../../src/fs/service.js';
+import { LmdbStore } from '../../src/store/lmdb/index.js';
+import type { MetadataStore, Table, TransactOptions } from '../../src/store/types.js';
+import { LocalBackend } from '../../src/transports/fuse/local.js';
+import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
+import type { FuseOperations } from '../../src/native/fuse.js';
+
+/** An LMDB store that records how each transaction asked to resolve and holds flushed() until released. */
+class GatedStore implements MetadataStore {
+  readonly durability: boolean[] = [];
+  flushCalls = 0;
+  #gate: Promise<void> = Promise.resolve();
+  #open: () => void = () => undefined;
+  constructor(readonly inner: LmdbStore) {}
+  /** From now on flushed() waits until {@link release} (after the real flush). */
+  hold(): void {
+    this.#gate = new Promise((resolve) => (this.#open = resolve));
+  }
+  release(): void {
+    this.#open();
+  }
+  table<V>(name: string): Table<V> {
+    return this.inner.table<V>(name);
+  }
+  transact<T>(fn: () => T, options?: TransactOptions): Promise<T> {
+    this.durability.push(options?.durable !== false);
+    return this.inner.transact(fn, options);
+  }
+  async flushed(): Promise<void> {
+    this.flushCalls++;
+    await this.inner.flushed();
+    await this.#gate;
+  }
+  describe() {
+    return this.inner.describe();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+function setup(t: Test) {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-sync-'));
+  const lmdb = new LmdbStore(dir);
+  const store = new GatedStore(lmdb);
+  const events = new EventBus();
+  const fs = new FsService({ store, blobs: lmdb.blobs, events });
+  const backend = new LocalBackend({ fs, events, dataDir: dir });
+  const fuse = new FuseFileSystem({ backend, log: pino({ level: 'silent' }), uid: process.getuid!(), gid: process.getgid!() });
+  t.teardown(async () => {
+    store.release();
+    await fuse.close();
+    await lmdb.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { store, fs, ops: fuse.operations() };
+}
+
+/** Call a fuse-native style operation; resolves with [code, value]. */
+function call<V = unknown>(op: (...args: never[]) => void, ...args: unknown[]): Promise<[number, V | undefined]> {
+  return new Promise((resolve) => (op as (...a: unknown[]) => void)(...args, (code: number, value?: V) => resolve([code, value])));
+}
+
+/** Whether `p` settles within a few turns of the event loop (it must not while the flush is held). */
+async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void p.then(() => (done = true), () => (done = true));
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  return done;
+}
+
+async function createWithContent(ops: FuseOperations, path: string, text: string): Promise<number> {
+  const [c1, fd] = await call<number>(ops.create, path, 0o100644);
+  if (c1 !== 0 || fd === undefined) throw new Error(`create ${path}: ${c1}`);
+  const buf = Buffer.from(text);
+  await new Promise<void>((resolve) => ops.write(path, fd, buf, buf.length, 0, () => resolve()));
+  return fd;
+}
+
+t.test('close, unlink, rename, mkdir, rmdir, chmod and utimens through the mount commit without waiting for the flush', async (t) => {
+  const { store, fs, ops } = setup(t);
+  store.hold(); // a flush that never finishes: every operation below must still answer
+  const fd = await createWithContent(ops, '/a.txt', 'hello');
+  t.same(await call(ops.flush, '/a.txt', fd), [0, undefined], 'flush answers');
+  t.same(await call(ops.release, '/a.txt', fd), [0, undefined], 'release answers');
+  t.equal(fs.read('/a.txt').content.toString(), 'hello', 'the closed file is committed: visible to the service at once');
+  t.equal((await call(ops.mkdir, '/d', 0o40755))[0], 0, 'mkdir');
+  t.equal((await call(ops.rename, '/a.txt', '/d/b.txt'))[0], 0, 'rename');
+  t.equal((await call(ops.chmod, '/d/b.txt', 0o600))[0], 0, 'chmod');
+  t.equal((await call(ops.utimens, '/d/b.txt', 1000, 2000))[0], 0, 'utimens');
+  t.equal(fs.stat('/d/b.txt')?.mode, 0o600);
+  t.equal((await call(ops.unlink, '/d/b.txt'))[0], 0, 'unlink');
+  t.equal(fs.stat('/d/b.txt'), undefined, 'the unlink is committed');
+  t.equal((await call(ops.rmdir, '/d'))[0], 0, 'rmdir');
+  t.equal(fs.stat('/d'), undefined);
+  t.ok(store.durability.length >= 7, 'the mount made its changes in transactions');
+  t.same(store.durability.filter((d) => d), [], 'none of them waited for the flush');
+});
+
+t.test('a new small file costs one transaction: create, write, flush, release', async (t) => {
+  const { store, ops } = setup(t);
+  const before = store.durability.length;
+  const fd = await createWithContent(ops, '/one.txt', 'one');
+  t.equal((await call(ops.flush, '/one.txt', fd))[0], 0);
+  t.equal((await call(ops.release, '/one.txt', fd))[0], 0);
+  t.equal(store.durability.length - before, 1);
+});
+
+t.test('fsync answers only once the store has flushed, after committing the handle', async (t) => {
+  const { store, fs, ops } = setup(t);
+  const fd = await createWithContent(ops, '/f.txt', 'unsynced');
+  store.hold();
+  const fsync = call(ops.fsync, '/f.txt', 0, fd);
+  t.notOk(await settlesSoon(fsync), 'fsync waits while the flush is pending');
+  t.equal(fs.read('/f.txt').content.toString(), 'unsynced', 'the handle was committed before the wait');
+  t.equal(store.flushCalls, 1, 'fsync asked the store for its flush');
+  store.release();
+  t.same(await fsync, [0, undefined], 'fsync answers once flushed');
+  t.equal((await call(ops.release, '/f.txt', fd))[0], 0);
+});
+
+t.test('fdatasync and fsyncdir wait for the flush as well', async (t) => {
+  const { store, ops } = setup(t);
+  const fd = await createWithContent(ops, '/g.txt', 'x');
+  store.hold();
+  const fdatasync = call(ops.fsync, '/g.txt', 1, fd);
+  const fsyncdir = call(ops.fsyncdir, '/', 0, 0);
+  t.notOk(await settlesSoon(fdatasync), 'fdatasync waits');
+  t.notOk(await settlesSoon(fsyncdir), 'fsyncdir waits');
+  store.release();
+  t.same(await fdatasync, [0, undefined]);
+  t.same(await fsyncdir, [0, undefined]);
+  t.equal((await call(ops.release, '/g.txt', fd))[0], 0);
+});
+
+t.test('service calls without an origin (every RPC write) stay durable', async (t) => {
+  const { store, fs } = setup(t);
+  await fs.write('/r.txt', Buffer.from('rpc'));
+  await fs.mkdir('/rd');
+  await fs.rename('/r.txt', '/rd/r.txt');
+  await fs.setAttributes('/rd/r.txt', { mode: 0o600 });
+  await fs.delete('/rd/r.txt');
+  await fs.rmdir('/rd');
+  t.equal(store.durability.length, 6);
+  t.same(store.durability.filter((d) => !d), [], 'every one waited for the durable commit');
+});
