@@ -81,6 +81,8 @@ class LmdbBlobStore implements BlobStore {
  * caller can tell from an ordinary read when the commit has become visible to readers.
  */
 const COMMIT_MARKER_DB = 'svc.commit-marker';
+/** Event-loop turns a non-durable commit is checked on at once, before checks wait 1 ms each. */
+const SPIN_POLLS = 32;
 
 /** The LMDB environment with its metadata tables and chunk store. */
 export class LmdbStore implements MetadataStore {
@@ -163,8 +165,12 @@ export class LmdbStore implements MetadataStore {
         if (threw) return settle(false, failure);
         this.#root.resetReadTxn(); // a snapshot of the latest commit, for this check and every read after it
         if ((this.#marker.get('seq') ?? 0) >= seq) return settle(true, value);
-        setImmediate(poll);
+        // A small commit lands within a few turns; a large one (a big FUSE file) must not keep the
+        // main thread spinning, so after the first turns the check waits a millisecond each time.
+        if (++polls < SPIN_POLLS) setImmediate(poll);
+        else setTimeout(poll, 1);
       };
+      let polls = 0;
       setImmediate(poll);
     });
   }
