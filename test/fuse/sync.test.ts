@@ -75,6 +75,11 @@ function call<V = unknown>(op: (...args: never[]) => void, ...args: unknown[]): 
 }
 
 /** Whether `p` settles within a few turns of the event loop (it must not while the flush is held). */
+/** Wait (bounded) until the store has been asked for its flush `n` times. */
+async function flushRequested(store: GatedStore, n: number): Promise<void> {
+  for (let i = 0; i < 1000 && store.flushCalls < n; i++) await new Promise((r) => setTimeout(r, 5));
+}
+
 async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
   let done = false;
   void p.then(() => (done = true), () => (done = true));
@@ -124,9 +129,10 @@ t.test('fsync answers only once the store has flushed, after committing the hand
   const fd = await createWithContent(ops, '/f.txt', 'unsynced');
   store.hold();
   const fsync = call(ops.fsync, '/f.txt', 0, fd);
-  t.notOk(await settlesSoon(fsync), 'fsync waits while the flush is pending');
-  t.equal(fs.read('/f.txt').content.toString(), 'unsynced', 'the handle was committed before the wait');
+  await flushRequested(store, 1);
   t.equal(store.flushCalls, 1, 'fsync asked the store for its flush');
+  t.equal(fs.read('/f.txt').content.toString(), 'unsynced', 'the handle was committed before the wait');
+  t.notOk(await settlesSoon(fsync), 'fsync waits while the flush is pending');
   store.release();
   t.same(await fsync, [0, undefined], 'fsync answers once flushed');
   t.equal((await call(ops.release, '/f.txt', fd))[0], 0);
@@ -138,6 +144,8 @@ t.test('fdatasync and fsyncdir wait for the flush as well', async (t) => {
   store.hold();
   const fdatasync = call(ops.fsync, '/g.txt', 1, fd);
   const fsyncdir = call(ops.fsyncdir, '/', 0, 0);
+  await flushRequested(store, 2);
+  t.equal(store.flushCalls, 2, 'both asked the store for its flush');
   t.notOk(await settlesSoon(fdatasync), 'fdatasync waits');
   t.notOk(await settlesSoon(fsyncdir), 'fsyncdir waits');
   store.release();
