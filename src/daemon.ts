@@ -185,6 +185,7 @@ export class Daemon {
     await this.#authenticator?.close();
     await this.#fuse?.stop();
     await this.#services?.mounts.close();
+    await this.#services?.fs.close();
     await this.#services?.store.close();
     this.log.info('svc stopped');
     this.log.flush?.();

@@ -293,7 +293,7 @@ const CODE_DOCS: Record<CodeName, CodeDoc> = {
   },
   INVALID_PARAMS: {
     meaning: 'invalid method parameters',
-    when: '`params` is not an object; a required parameter is missing, has the wrong type or an unknown name is sent; a bytes parameter is a bare string (the message shows the bytes form); an invalid grep regex; a `diff_versions` mode other than `metadata`/`content`; schema violations such as out-of-range numbers.',
+    when: '`params` is not an object; a required parameter is missing, has the wrong type or an unknown name is sent; a bytes parameter is a bare string (the message shows the bytes form); an invalid grep regex, or one that backtracks without end (grep scans on a worker thread, so the rest of the daemon is never held up; a batch of text not scanned within 5 s stops it); a `diff_versions` mode other than `metadata`/`content`; schema violations such as out-of-range numbers.',
     data: '`{param}` naming the parameter',
   },
   INTERNAL_ERROR: {

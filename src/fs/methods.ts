@@ -191,7 +191,8 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
     defineMethod({
       name: 'grep', access: 'user',
       description: 'Lines matching an ECMAScript regex in text files below path that the caller may read (files that are not UTF-8 are '
-        + 'skipped; files are streamed chunk by chunk, and a line longer than 4 MiB is searched in its first 4 MiB).',
+        + 'skipped; files are streamed chunk by chunk, and a line longer than 4 MiB is searched in its first 4 MiB). The scan runs on a '
+        + 'worker thread: a regex that backtracks without end is stopped after 5 s on one batch of text with -32602.',
       params: z.strictObject({
         pattern: z.string().min(1), path: z.string().default('/'), file_pattern: z.string().optional(),
         ignore_case: z.boolean().default(false), max_results: z.number().int().min(1).default(1000),

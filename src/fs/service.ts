@@ -29,6 +29,9 @@ import {
   type DirRecord, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord,
   entryKey, keyPath, childrenRange, subtreeRanges, versionKey, versionsRange, currentVersion,
 } from './records.js';
+import { Grepper, type GrepMatch, type GrepperOptions } from './grep.js';
+
+export type { GrepMatch } from './grep.js';
 
 /** Content is split into chunks of this size; each is stored once, keyed by its SHA-256. */
 export const CHUNK_SIZE = 1024 * 1024;
@@ -125,13 +128,6 @@ export interface ListEntry {
   modified_at: Date;
 }
 
-export interface GrepMatch {
-  file: string;
-  line: number;
-  content: string;
-  match: string;
-}
-
 /** diff_versions in `metadata` mode (`content` mode is a unified diff string). */
 export interface VersionDiff {
   path: string;
@@ -193,8 +189,10 @@ export class FsService {
   readonly #meta: Table<number>;
   readonly #guards: MutationGuard[] = [];
   readonly #hooks: CommitHook[] = [];
+  readonly #grepper: Grepper;
 
-  constructor(deps: { store: MetadataStore; blobs: BlobStore; events: EventBus }) {
+  constructor(deps: { store: MetadataStore; blobs: BlobStore; events: EventBus; grep?: GrepperOptions }) {
+    this.#grepper = new Grepper(deps.grep);
     this.#store = deps.store;
     this.#blobs = deps.blobs;
     this.#events = deps.events;
@@ -610,22 +608,18 @@ export class FsService {
   }
 
   /**
-   * Lines matching a regex in the text files below `path`. Reads one chunk at a time; a file that
-   * turns out not to be UTF-8 contributes nothing, even if earlier chunks matched.
+   * Lines matching a regex in the text files below `path`, scanned on a worker thread (see
+   * fs/grep.ts: a pattern that backtracks without end is stopped, not the daemon). Content is
+   * copied out of the store one chunk at a time, in batches; a file that turns out not to be
+   * UTF-8 contributes nothing, even if earlier chunks matched.
    */
-  grep(opts: {
+  async grep(opts: {
     pattern: string; path?: string; filePattern?: string | undefined; ignoreCase?: boolean; maxResults?: number;
     /** Only files this accepts are searched (the caller's read permission). */
     include?: ((path: string) => boolean) | undefined;
-  }): GrepMatch[] {
+  }): Promise<GrepMatch[]> {
     const dir = this.#directory(opts.path ?? '/');
-    let re: RegExp;
-    try {
-      re = new RegExp(opts.pattern, opts.ignoreCase ? 'i' : '');
-    } catch (err) {
-      throw new InvalidParamsError(`Invalid params: 'pattern': invalid regular expression: ${(err as Error).message}`, { param: 'pattern' });
-    }
-    const max = opts.maxResults ?? 1000;
+    Grepper.compile(opts.pattern, opts.ignoreCase ?? false);
     const fp = opts.filePattern;
     const fileMatch = fp === undefined ? undefined : picomatch(fp, { dot: true, posix: true, basename: !fp.includes('/') });
     const files: [string, FileRecord][] = [];
@@ -639,75 +633,17 @@ export class FsService {
       }
     }
     files.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    // Most files of a grep do not match at all: one test of the whole text (multiline, so ^ and $
-    // anchor at line breaks) skips splitting them into lines. Only where that test can never miss
-    // a per-line match: lookarounds can see across a line break, and $ does not match before \r\n.
-    const prefilter = /\(\?<?[=!]|\$/.test(opts.pattern) ? undefined : new RegExp(re.source, re.flags + 'm');
-    const out: GrepMatch[] = [];
-    for (const [p, rec] of files) {
-      if (out.length >= max) break;
-      const hits = this.#grepFile(p, rec, re, prefilter, max - out.length);
-      for (const h of hits) out.push(h);
-    }
-    return out;
+    const blobs = this.#blobs;
+    return this.#grepper.run({
+      pattern: opts.pattern, ignoreCase: opts.ignoreCase ?? false, max: opts.maxResults ?? 1000, maxLine: GREP_MAX_LINE,
+      // Read while the grep is under way: a file overwritten or deleted meanwhile may have lost its chunks.
+      files: files.map(([path, rec]) => ({ path, chunkCount: rec.chunks.length, chunk: (i: number) => blobs.peek(rec.chunks[i]!) })),
+    });
   }
 
-  #grepFile(path: string, rec: FileRecord, re: RegExp, prefilter: RegExp | undefined, max: number): GrepMatch[] {
-    const decoder = new TextDecoder('utf-8', { fatal: true });
-    const hits: GrepMatch[] = [];
-    let carry = '';
-    let lineNo = 0;
-    // Inside a line longer than GREP_MAX_LINE whose head was already searched: skip to its end.
-    let skipping = false;
-    const test = (whole: string) => {
-      lineNo++;
-      const raw = whole.length > GREP_MAX_LINE ? whole.slice(0, GREP_MAX_LINE) : whole;
-      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-      const m = re.exec(line);
-      if (m) hits.push({ file: path, line: lineNo, content: line, match: m[0] });
-    };
-    const scan = (text: string, final: boolean) => {
-      if (skipping) {
-        const nl = text.indexOf('\n');
-        if (nl === -1) return;
-        skipping = false;
-        text = text.slice(nl + 1);
-      }
-      const lines = text.split('\n');
-      carry = final ? '' : lines.pop()!;
-      for (const raw of lines) {
-        if (hits.length >= max) return;
-        test(raw);
-      }
-      // Memory stays bounded whatever the file: a line without end in sight is searched in its
-      // first GREP_MAX_LINE characters (what `content` then shows), the rest of it is skipped.
-      if (carry.length > GREP_MAX_LINE) {
-        if (hits.length < max) test(carry);
-        else lineNo++;
-        carry = '';
-        skipping = true;
-      }
-    };
-    try {
-      const n = rec.chunks.length;
-      let i = 0;
-      for (const chunk of this.chunks(rec)) {
-        const last = ++i === n;
-        if (hits.length >= max) {
-          // Enough hits, but the rest must still decode: a non-UTF-8 file contributes nothing.
-          decoder.decode(chunk, { stream: !last });
-          continue;
-        }
-        const text = carry + decoder.decode(chunk, { stream: !last });
-        if (last && hits.length === 0 && prefilter && !prefilter.test(text)) return [];
-        if (last && text.endsWith('\n')) scan(text.slice(0, -1), true);
-        else scan(text, last);
-      }
-    } catch (err) {
-      if (err instanceof TypeError) return []; // not UTF-8: skipped (WIRE.md)
-      throw err;
-    }
-    return hits;
+  /** Stops what the service runs besides the store (grep's idle workers). */
+  close(): Promise<void> {
+    return this.#grepper.close();
   }
 
   // ---------------------------------------------------------------- versions

@@ -68,6 +68,8 @@ export interface MetadataStore {
 /** Content-addressed chunks keyed by the SHA-256 (hex) of their bytes. */
 export interface BlobStore {
   get(hash: string): Buffer | undefined;
+  /** The chunk's bytes without a copy, valid only until the next read from the store: copy what you keep. */
+  peek(hash: string): Uint8Array | undefined;
   has(hash: string): boolean;
   /** Every stored chunk's hash, in key order (consistency checks, tests). */
   hashes(): Iterable<string>;

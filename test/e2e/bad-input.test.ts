@@ -127,6 +127,21 @@ t.test('bad input', async (t) => {
     t.same(env.error?.data, { param: 'pattern' });
   });
 
+  t.test('a regex that backtracks without end is stopped with -32602; the daemon keeps serving meanwhile', async (t) => {
+    await d.call('write', { path: '/redos/a.txt', content: bytes('a'.repeat(40) + '!\n') });
+    // Case-insensitive: V8's linear-time fallback does not take it, so only the worker's stall budget ends it.
+    const grep = d.rpc('grep', { pattern: '(a+)+$', ignore_case: true, path: '/redos' });
+    for (let i = 0; i < 3; i++) {
+      t.same(await d.call('read', { path: '/ok/file.txt' }), bytes('ok'), 'reads are answered while the grep runs');
+    }
+    const env = await grep;
+    t.equal(env.error?.code, -32602);
+    t.same(env.error?.data, { param: 'pattern' });
+    t.match(env.error?.message, /backtracks/);
+    t.same(await d.call('grep', { pattern: '(a+)+$', path: '/redos' }), [], 'the case-sensitive form ends at once (linear engine)');
+    t.same(await d.call('grep', { pattern: 'a!', path: '/redos' }), [{ file: '/redos/a.txt', line: 1, content: 'a'.repeat(40) + '!', match: 'a!' }]);
+  });
+
   t.test('a bad diff mode is -32602', async (t) => {
     await d.call('write', { path: '/ok/file.txt', content: bytes('v2') });
     const env = await d.rpc('diff_versions', { path: '/ok/file.txt', v1: 1, v2: 2, mode: 'sideways' });

@@ -11,6 +11,7 @@ import type { Test } from 'tap';
 import { LmdbStore } from '../../src/store/lmdb/index.js';
 import { EventBus, type ChangeEvent } from '../../src/core/events.js';
 import { FsService, CHUNK_SIZE } from '../../src/fs/service.js';
+import type { GrepperOptions } from '../../src/fs/grep.js';
 import type { SvcError } from '../../src/core/errors.js';
 
 export const sha256 = (data: Uint8Array | string): string => createHash('sha256').update(data).digest('hex');
@@ -45,15 +46,16 @@ export interface FsFixture {
   dump(): { entries: [string, unknown][]; versions: [string, unknown][]; refs: [string, unknown][] };
 }
 
-export function makeFs(t: Test): FsFixture {
+export function makeFs(t: Test, opts: { grep?: GrepperOptions } = {}): FsFixture {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fs-'));
   const store = new LmdbStore(dir);
   const listenerErrors: unknown[] = [];
   const bus = new EventBus((err) => listenerErrors.push(err));
   const events: ChangeEvent[] = [];
   bus.subscribe((e) => events.push(e));
-  const fs = new FsService({ store, blobs: store.blobs, events: bus });
+  const fs = new FsService({ store, blobs: store.blobs, events: bus, grep: opts.grep });
   t.teardown(async () => {
+    await fs.close();
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });

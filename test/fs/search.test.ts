@@ -1,6 +1,6 @@
 import t from 'tap';
 import { CHUNK_SIZE, GREP_MAX_LINE } from '../../src/fs/service.js';
-import { makeFs, b, thrown, type FsFixture } from './fixture.js';
+import { makeFs, b, type FsFixture } from './fixture.js';
 
 async function tree(t: Parameters<typeof makeFs>[0]): Promise<FsFixture> {
   const fx = makeFs(t);
@@ -117,47 +117,47 @@ t.test('glob: errors', async (t) => {
 
 t.test('grep: one hit per matching line, 1-based, whole line and first match', async (t) => {
   const { fs } = await tree(t);
-  const hits = fs.grep({ pattern: 'hello', path: '/src' });
+  const hits = await fs.grep({ pattern: 'hello', path: '/src' });
   t.same(hits, [
     { file: '/src/.hidden.ts', line: 1, content: 'hidden hello', match: 'hello' },
     { file: '/src/a.ts', line: 2, content: 'const hello = "world";', match: 'hello' },
     { file: '/src/b.js', line: 1, content: 'hello from js', match: 'hello' },
     { file: '/src/lib/deep/d.ts', line: 2, content: 'second line hello hello', match: 'hello' },
   ]);
-  t.same(fs.grep({ pattern: 'no such text', path: '/src' }), [], 'no hit when nothing matches');
-  t.same(fs.grep({ pattern: 'hel+o \\w+', path: '/src' }).map((h) => h.match), ['hello from', 'hello hello']);
+  t.same(await fs.grep({ pattern: 'no such text', path: '/src' }), [], 'no hit when nothing matches');
+  t.same((await fs.grep({ pattern: 'hel+o \\w+', path: '/src' })).map((h) => h.match), ['hello from', 'hello hello']);
 });
 
 t.test('grep: ignore_case, anchors, path', async (t) => {
   const { fs } = await tree(t);
-  t.same(fs.grep({ pattern: '^hello', ignoreCase: true }).map((h) => [h.file, h.line]), [
+  t.same((await fs.grep({ pattern: '^hello', ignoreCase: true })).map((h) => [h.file, h.line]), [
     ['/docs/x.md', 3], ['/src/b.js', 1], ['/src/lib/deep/d.ts', 1],
   ]);
-  t.same(fs.grep({ pattern: '^#' }).map((h) => h.file), ['/docs/x.md']);
-  t.same(fs.grep({ pattern: '^$' }).map((h) => [h.file, h.line]), [['/docs/x.md', 2]], 'an empty line can match');
+  t.same((await fs.grep({ pattern: '^#' })).map((h) => h.file), ['/docs/x.md']);
+  t.same((await fs.grep({ pattern: '^$' })).map((h) => [h.file, h.line]), [['/docs/x.md', 2]], 'an empty line can match');
 });
 
 t.test('grep: file_pattern without / matches base names, with / the path relative to path', async (t) => {
   const { fs } = await tree(t);
-  t.same([...new Set(fs.grep({ pattern: 'hello', filePattern: '*.ts' }).map((h) => h.file))],
+  t.same([...new Set((await fs.grep({ pattern: 'hello', filePattern: '*.ts' })).map((h) => h.file))],
     ['/src/.hidden.ts', '/src/a.ts', '/src/lib/deep/d.ts']);
-  t.same([...new Set(fs.grep({ pattern: 'hello', filePattern: 'src/*.ts' }).map((h) => h.file))], ['/src/.hidden.ts', '/src/a.ts']);
-  t.same([...new Set(fs.grep({ pattern: 'hello', filePattern: 'lib/**', path: '/src' }).map((h) => h.file))], ['/src/lib/deep/d.ts']);
-  t.same(fs.grep({ pattern: 'hello', filePattern: '*.md', path: '/src' }), []);
+  t.same([...new Set((await fs.grep({ pattern: 'hello', filePattern: 'src/*.ts' })).map((h) => h.file))], ['/src/.hidden.ts', '/src/a.ts']);
+  t.same([...new Set((await fs.grep({ pattern: 'hello', filePattern: 'lib/**', path: '/src' })).map((h) => h.file))], ['/src/lib/deep/d.ts']);
+  t.same(await fs.grep({ pattern: 'hello', filePattern: '*.md', path: '/src' }), []);
 });
 
 t.test('grep: max_results caps the hits', async (t) => {
   const { fs } = await tree(t);
-  t.equal(fs.grep({ pattern: 'hello', ignoreCase: true }).length, 6);
-  t.same(fs.grep({ pattern: 'hello', ignoreCase: true, maxResults: 2 }).map((h) => h.file), ['/docs/x.md', '/src/.hidden.ts']);
-  t.equal(fs.grep({ pattern: 'hello', ignoreCase: true, maxResults: 1 }).length, 1);
+  t.equal((await fs.grep({ pattern: 'hello', ignoreCase: true })).length, 6);
+  t.same((await fs.grep({ pattern: 'hello', ignoreCase: true, maxResults: 2 })).map((h) => h.file), ['/docs/x.md', '/src/.hidden.ts']);
+  t.equal((await fs.grep({ pattern: 'hello', ignoreCase: true, maxResults: 1 })).length, 1);
   await fs.write('/many.txt', b('x\n'.repeat(50)));
-  t.equal(fs.grep({ pattern: 'x', path: '/', filePattern: 'many.txt', maxResults: 7 }).length, 7, 'within one file too');
+  t.equal((await fs.grep({ pattern: 'x', path: '/', filePattern: 'many.txt', maxResults: 7 })).length, 7, 'within one file too');
 });
 
 t.test('grep: an invalid regex is -32602 naming the pattern', async (t) => {
   const { fs } = await tree(t);
-  t.match(thrown(() => fs.grep({ pattern: '(' })), { code: -32602, data: { param: 'pattern' }, message: /regular expression/ });
+  await t.rejects(fs.grep({ pattern: '(' }), { code: -32602, data: { param: 'pattern' }, message: /regular expression/ });
 });
 
 t.test('grep: CRLF, no final newline, a lone newline', async (t) => {
@@ -165,18 +165,18 @@ t.test('grep: CRLF, no final newline, a lone newline', async (t) => {
   await fs.write('/crlf.txt', b('one\r\ntwo match\r\nthree\r\n'));
   await fs.write('/nofinal.txt', b('a\nb match'));
   await fs.write('/nl.txt', b('\n'));
-  t.same(fs.grep({ pattern: 'match' }), [
+  t.same(await fs.grep({ pattern: 'match' }), [
     { file: '/crlf.txt', line: 2, content: 'two match', match: 'match' },
     { file: '/nofinal.txt', line: 2, content: 'b match', match: 'match' },
   ]);
-  t.same(fs.grep({ pattern: '^$', filePattern: 'nl.txt' }), [{ file: '/nl.txt', line: 1, content: '', match: '' }]);
+  t.same(await fs.grep({ pattern: '^$', filePattern: 'nl.txt' }), [{ file: '/nl.txt', line: 1, content: '', match: '' }]);
 });
 
 t.test('grep: files that are not UTF-8 are skipped', async (t) => {
   const { fs } = makeFs(t);
   await fs.write('/bin.dat', Buffer.concat([b('needle here\n'), Buffer.from([0xff, 0xfe, 0x00]), b('\nneedle again\n')]));
   await fs.write('/text.txt', b('needle in text\n'));
-  t.same(fs.grep({ pattern: 'needle' }).map((h) => h.file), ['/text.txt']);
+  t.same((await fs.grep({ pattern: 'needle' })).map((h) => h.file), ['/text.txt']);
 });
 
 t.test('grep: a multi-chunk file whose later chunk is not UTF-8 contributes nothing', async (t) => {
@@ -184,10 +184,10 @@ t.test('grep: a multi-chunk file whose later chunk is not UTF-8 contributes noth
   const first = b('needle on the first line\n' + 'x'.repeat(99) + '\n');
   const fill = Buffer.alloc(CHUNK_SIZE + 10, 'y'.charCodeAt(0));
   await fs.write('/mixed.bin', Buffer.concat([first, fill, Buffer.from([0xc0, 0x80])]));
-  t.same(fs.grep({ pattern: 'needle' }), []);
-  t.same(fs.grep({ pattern: 'needle', maxResults: 1 }), [], 'not even when max_results is reached in the first chunk');
+  t.same(await fs.grep({ pattern: 'needle' }), []);
+  t.same(await fs.grep({ pattern: 'needle', maxResults: 1 }), [], 'not even when max_results is reached in the first chunk');
   await fs.write('/ok.txt', b('needle\n'));
-  t.same(fs.grep({ pattern: 'needle', maxResults: 1 }).map((h) => h.file), ['/ok.txt']);
+  t.same((await fs.grep({ pattern: 'needle', maxResults: 1 })).map((h) => h.file), ['/ok.txt']);
 });
 
 t.test('grep: a match straddling a chunk boundary is found, with the right line number', async (t) => {
@@ -200,10 +200,10 @@ t.test('grep: a match straddling a chunk boundary is found, with the right line 
   t.ok(content.length > CHUNK_SIZE);
   t.equal(content.subarray(CHUNK_SIZE - 3, CHUNK_SIZE + 3).toString(), 'NEEDLE');
   await fs.write('/straddle.txt', content);
-  t.same(fs.grep({ pattern: 'NEEDLE' }), [{
+  t.same(await fs.grep({ pattern: 'NEEDLE' }), [{
     file: '/straddle.txt', line: lines + 1, content: 'z'.repeat(CHUNK_SIZE - 3 - lines * line.length) + 'NEEDLE tail', match: 'NEEDLE',
   }]);
-  t.same(fs.grep({ pattern: '^last' }).map((h) => h.line), [lines + 2]);
+  t.same((await fs.grep({ pattern: '^last' })).map((h) => h.line), [lines + 2]);
 });
 
 t.test('grep: a line longer than GREP_MAX_LINE is searched in its head only; memory stays bounded', async (t) => {
@@ -211,17 +211,17 @@ t.test('grep: a line longer than GREP_MAX_LINE is searched in its head only; mem
   // One line longer than GREP_MAX_LINE (no newline for several chunks), then two ordinary lines.
   const long = 'needle at the start ' + 'w'.repeat(GREP_MAX_LINE) + ' needle far away ' + 'v'.repeat(CHUNK_SIZE / 2);
   await fs.write('/long.txt', b(long + '\nsecond line needle\nthird\n'));
-  const hits = fs.grep({ pattern: 'needle' });
+  const hits = await fs.grep({ pattern: 'needle' });
   t.same(hits.map((h) => [h.line, h.match]), [[1, 'needle'], [2, 'needle']], 'line numbers still count the long line once');
   t.equal(hits[0]?.content.length, GREP_MAX_LINE, 'content is the searched head, not the whole line');
   t.ok(long.startsWith(hits[0]!.content));
   t.equal(hits[1]?.content, 'second line needle');
-  t.same(fs.grep({ pattern: 'far away' }), [], 'beyond the head is not searched (documented)');
-  t.same(fs.grep({ pattern: '^third$' }).map((h) => h.line), [3]);
+  t.same(await fs.grep({ pattern: 'far away' }), [], 'beyond the head is not searched (documented)');
+  t.same((await fs.grep({ pattern: '^third$' })).map((h) => h.line), [3]);
   // A long line that ends inside the last chunk, without a final newline.
   await fs.write('/tail.txt', b('x'.repeat(GREP_MAX_LINE + CHUNK_SIZE / 2) + '\nend needle'));
-  t.same(fs.grep({ pattern: 'needle', path: '/', filePattern: 'tail.txt' }).map((h) => [h.line, h.content]), [[2, 'end needle']]);
-  t.same(fs.grep({ pattern: '^x', filePattern: 'tail.txt' }).map((h) => [h.line, h.content.length]), [[1, GREP_MAX_LINE]]);
+  t.same((await fs.grep({ pattern: 'needle', path: '/', filePattern: 'tail.txt' })).map((h) => [h.line, h.content]), [[2, 'end needle']]);
+  t.same((await fs.grep({ pattern: '^x', filePattern: 'tail.txt' })).map((h) => [h.line, h.content.length]), [[1, GREP_MAX_LINE]]);
 });
 
 t.test('grep: a multi-byte character split by the chunk boundary is still text', async (t) => {
@@ -232,7 +232,7 @@ t.test('grep: a multi-byte character split by the chunk boundary is still text',
   t.equal(content[CHUNK_SIZE - 1], 0xc3);
   t.equal(content[CHUNK_SIZE], 0xa9);
   await fs.write('/split.txt', content);
-  const hits = fs.grep({ pattern: 'é marker' });
+  const hits = await fs.grep({ pattern: 'é marker' });
   t.equal(hits.length, 1);
   t.equal(hits[0]?.line, 1);
   t.equal(hits[0]?.match, 'é marker');
@@ -240,15 +240,15 @@ t.test('grep: a multi-byte character split by the chunk boundary is still text',
 
 t.test('grep: errors on path', async (t) => {
   const { fs } = await tree(t);
-  t.throws(() => fs.grep({ pattern: 'x', path: '/nope' }), { code: -32000 });
-  t.throws(() => fs.grep({ pattern: 'x', path: '/top.ts' }), { code: -32005 });
+  await t.rejects(fs.grep({ pattern: 'x', path: '/nope' }), { code: -32000 });
+  await t.rejects(fs.grep({ pattern: 'x', path: '/top.ts' }), { code: -32005 });
 });
 
 t.test('grep: the whole-file fast path never hides a per-line match (anchors, CRLF, lookarounds)', async (t) => {
   const { fs } = makeFs(t);
   await fs.write('/crlf.txt', b('ax\r\nfoo bar\r\nbx\n'));
-  t.same(fs.grep({ pattern: 'x$' }).map((h) => h.line), [1, 3], '$ matches before \\r\\n line ends');
-  t.same(fs.grep({ pattern: '^foo' }).map((h) => h.line), [2], '^ anchors at every line');
-  t.same(fs.grep({ pattern: 'x(?![\\s\\S])' }).map((h) => h.line), [1, 3], 'a lookahead sees only its own line');
-  t.same(fs.grep({ pattern: 'zzz' }), []);
+  t.same((await fs.grep({ pattern: 'x$' })).map((h) => h.line), [1, 3], '$ matches before \\r\\n line ends');
+  t.same((await fs.grep({ pattern: '^foo' })).map((h) => h.line), [2], '^ anchors at every line');
+  t.same((await fs.grep({ pattern: 'x(?![\\s\\S])' })).map((h) => h.line), [1, 3], 'a lookahead sees only its own line');
+  t.same(await fs.grep({ pattern: 'zzz' }), []);
 });

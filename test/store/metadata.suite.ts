@@ -314,6 +314,14 @@ export function metadataStoreSuite(t: Test, makeStore: MakeStore): void {
     await store.transact(() => blobs.put('e'.repeat(64), new Uint8Array(0)));
     t.ok(blobs.has('e'.repeat(64)), 'an empty blob exists');
     t.equal(blobs.get('e'.repeat(64))?.length, 0);
+    const big = Buffer.alloc(100_000, 7);
+    await store.transact(() => blobs.put('c'.repeat(64), big));
+    const peeked = blobs.peek(hash)!;
+    t.equal(peeked.byteLength, data.byteLength, 'peek: a view of exactly the value (byteLength, not only length)');
+    t.same(Buffer.from(peeked), data);
+    t.equal(blobs.peek('c'.repeat(64))?.byteLength, big.byteLength);
+    t.equal(blobs.peek('e'.repeat(64))?.byteLength, 0);
+    t.equal(blobs.peek('d'.repeat(64)), undefined);
     await store.transact(() => blobs.delete(hash));
     t.notOk(blobs.has(hash));
     t.equal(blobs.get(hash), undefined);

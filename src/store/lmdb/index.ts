@@ -59,6 +59,12 @@ class LmdbBlobStore implements BlobStore {
   get(hash: string): Buffer | undefined {
     return this.db.getBinary(hash);
   }
+  peek(hash: string): Uint8Array | undefined {
+    // lmdb-js answers with its one reusable buffer, whose `length` property (not its byteLength) it
+    // sets to the value's size: a view of exactly those bytes.
+    const bytes = this.db.getBinaryFast(hash);
+    return bytes && bytes.subarray(0, bytes.length);
+  }
   has(hash: string): boolean {
     return this.db.doesExist(hash);
   }
