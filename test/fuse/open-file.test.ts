@@ -226,6 +226,7 @@ t.test('a sequential write is hashed while written: the commit gets every chunk 
   t.equal(rec.etag, sha256(data));
   t.ok(f.fs.read('/seq').content.equals(data), 'stored as written');
   t.equal(file.hashedChunks, 0, 'nothing pending after the commit');
+  t.ok(hasher.pooled >= 2, `chunk buffers evicted or committed go back to the pool (${hasher.pooled})`);
 });
 
 t.test('rewriting a hashed chunk drops its hash and the running etag, even before the hash arrives', async (t) => {

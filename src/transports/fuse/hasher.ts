@@ -15,6 +15,13 @@
  * worker resolves to `undefined`: the commit then hashes as it did without it.
  */
 import { Worker } from 'node:worker_threads';
+import { CHUNK_SIZE } from '../../fs/service.js';
+
+/**
+ * Chunk buffers kept for reuse. A fresh SharedArrayBuffer costs ~1–2 ms (allocation, zeroing, and
+ * first use by the worker); a reused one a 1 MiB fill. Enough for a streaming write's turnover.
+ */
+export const POOLED_CHUNKS = 16;
 
 /** The worker's code (CommonJS, evaluated: works the same from src/ under tsx and from dist/). */
 const WORKER_SOURCE = `
@@ -42,10 +49,6 @@ parentPort.on('message', (m) => {
 });
 `;
 
-/** A chunk-sized buffer the hash worker can read without a copy (zero-filled). */
-export function sharedChunk(size: number): Buffer {
-  return Buffer.from(new SharedArrayBuffer(size));
-}
 
 interface Reply {
   id: number;
@@ -63,6 +66,31 @@ export class ChunkHasher {
   #nextId = 1;
   #nextStream = 1;
   readonly #waiting = new Map<number, (reply: Reply | undefined) => void>();
+  readonly #pool: SharedArrayBuffer[] = [];
+  /** Shared buffers the worker may still read: requests outstanding per buffer. */
+  readonly #inFlight = new Map<SharedArrayBuffer, number>();
+  /** Released while in flight: pooled once the worker is done with them. */
+  readonly #releasing = new Set<SharedArrayBuffer>();
+
+  /** A zero-filled chunk buffer the worker can read without a copy (a SharedArrayBuffer, reused). */
+  acquire(): Buffer {
+    const sab = this.#pool.pop();
+    if (!sab) return Buffer.from(new SharedArrayBuffer(CHUNK_SIZE));
+    return Buffer.from(sab).fill(0);
+  }
+
+  /** The caller no longer uses `buf` (from {@link acquire}); it is reused once no request reads it. */
+  release(buf: Buffer): void {
+    const sab = buf.buffer;
+    if (!(sab instanceof SharedArrayBuffer) || sab.byteLength !== CHUNK_SIZE) return;
+    if (this.#inFlight.has(sab)) this.#releasing.add(sab);
+    else if (this.#pool.length < POOLED_CHUNKS && !this.#pool.includes(sab)) this.#pool.push(sab);
+  }
+
+  /** Buffers waiting in the pool (tests). */
+  get pooled(): number {
+    return this.#pool.length;
+  }
 
   /** SHA-256 of `data`; with `stream`, the bytes are also appended to that running etag. */
   chunk(data: Buffer, stream?: number): Promise<string | undefined> {
@@ -99,9 +127,11 @@ export class ChunkHasher {
     const id = this.#nextId++;
     let payload: Payload | undefined;
     const transfer: ArrayBuffer[] = [];
+    let shared: SharedArrayBuffer | undefined;
     if (data) {
       if (data.buffer instanceof SharedArrayBuffer) {
-        payload = { sab: data.buffer, offset: data.byteOffset, length: data.byteLength };
+        shared = data.buffer;
+        payload = { sab: shared, offset: data.byteOffset, length: data.byteLength };
       } else {
         // A private copy, moved (not copied again) to the worker.
         const copy = Uint8Array.prototype.slice.call(data);
@@ -109,17 +139,28 @@ export class ChunkHasher {
         transfer.push(copy.buffer as ArrayBuffer);
       }
     }
-    return new Promise((resolve) => {
+    return new Promise<Reply | undefined>((resolve) => {
       // Referenced only while something waits for it (it never keeps an idle process alive).
       if (this.#waiting.size === 0) worker.ref();
       this.#waiting.set(id, resolve);
+      if (shared) this.#inFlight.set(shared, (this.#inFlight.get(shared) ?? 0) + 1);
       try {
         worker.postMessage({ ...msg, id, ...payload }, transfer);
       } catch {
         this.#waiting.delete(id);
         resolve(undefined);
       }
+    }).finally(() => {
+      if (shared) this.#landed(shared);
     });
+  }
+
+  /** One request reading `sab` is answered (or will never be). */
+  #landed(sab: SharedArrayBuffer): void {
+    const n = (this.#inFlight.get(sab) ?? 1) - 1;
+    if (n > 0) return void this.#inFlight.set(sab, n);
+    this.#inFlight.delete(sab);
+    if (this.#releasing.delete(sab) && this.#pool.length < POOLED_CHUNKS) this.#pool.push(sab);
   }
 
   #start(): Worker | undefined {

@@ -22,7 +22,7 @@ import type { EntryAttributes } from '../../fs/records.js';
 import { CHUNK_SIZE } from '../../fs/service.js';
 import { Spool } from '../../fs/spool.js';
 import type { CommitPiece, CommitResult, StoredContent } from './backend.js';
-import { sharedChunk, type ChunkHasher } from './hasher.js';
+import type { ChunkHasher } from './hasher.js';
 
 const CS = CHUNK_SIZE;
 /** Dirty chunks an open file keeps in memory; the rest wait in its spool file. */
@@ -191,7 +191,7 @@ export class OpenFile {
         }
         for (const [i, chunk] of this.#dirty) {
           const start = i * CS;
-          if (start >= size) this.#dirty.delete(i);
+          if (start >= size) this.#forget(i);
           else if (start + chunk.length > size) chunk.fill(0, size - start);
         }
         this.#keep = Math.min(this.#keep, size);
@@ -249,7 +249,7 @@ export class OpenFile {
     this.#base = base;
     this.#size = base.size;
     this.#keep = base.size;
-    this.#dirty.clear();
+    this.#forgetAll();
     this.#spilled.clear();
     this.#cached = undefined;
     this.#changed = false;
@@ -262,7 +262,7 @@ export class OpenFile {
   /** Drop what the file holds (no handle is left and nothing will be committed). */
   dispose(): Promise<void> {
     return this.#exclusive(async () => {
-      this.#dirty.clear();
+      this.#forgetAll();
       this.#spilled.clear();
       this.#hashes.clear();
       this.#breakStream();
@@ -339,7 +339,7 @@ export class OpenFile {
     while (this.#dirty.size > this.#resident) {
       const [i, chunk] = this.#dirty.entries().next().value as [number, Buffer];
       await this.#spool.write(i, chunk);
-      this.#dirty.delete(i);
+      this.#forget(i);
       this.#spilled.set(i, chunk.length);
     }
   }
@@ -424,7 +424,19 @@ export class OpenFile {
 
   /** A zeroed chunk buffer: a full one is shared with the hasher's thread (handing it over copies nothing). */
   #alloc(size: number): Buffer {
-    return size === CS && this.#hasher ? sharedChunk(CS) : Buffer.alloc(size);
+    return size === CS && this.#hasher ? this.#hasher.acquire() : Buffer.alloc(size);
+  }
+
+  /** Drop dirty chunk `i` from memory (its buffer may be reused). */
+  #forget(i: number): void {
+    const chunk = this.#dirty.get(i);
+    if (!chunk) return;
+    this.#dirty.delete(i);
+    this.#hasher?.release(chunk);
+  }
+
+  #forgetAll(): void {
+    for (const i of [...this.#dirty.keys()]) this.#forget(i);
   }
 
   /** One lazily read piece per chunk of the current content, for a commit (nothing is loaded here). */
