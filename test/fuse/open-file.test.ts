@@ -17,6 +17,7 @@ import { LocalBackend } from '../../src/transports/fuse/local.js';
 import { OpenFile, RESIDENT_DIRTY_CHUNKS } from '../../src/transports/fuse/open-file.js';
 import type { CommitPiece } from '../../src/transports/fuse/backend.js';
 import { ChunkHasher } from '../../src/transports/fuse/hasher.js';
+import { Spool } from '../../src/fs/spool.js';
 
 function rng(seed: number): () => number {
   let a = seed >>> 0;
@@ -317,4 +318,23 @@ t.test('the chunk store takes bytes backed by a SharedArrayBuffer', async (t) =>
   noise(CHUNK_SIZE, 81).copy(shared);
   await f.fs.writeChunks('/shared', [{ data: shared }]);
   t.ok(f.fs.read('/shared').content.equals(shared));
+});
+
+t.test('the spool reads a chunk into a reused buffer, zero-filling what was never written', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-spool-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const spool = new Spool(dir);
+  t.teardown(() => spool.close());
+  const a = noise(CHUNK_SIZE, 91);
+  const b = noise(1000, 92);
+  await spool.write(0, a);
+  await spool.write(1, b);
+  const scratch = Buffer.alloc(CHUNK_SIZE, 0xff);
+  const first = spool.readSync(0, CHUNK_SIZE, scratch);
+  t.equal(first.buffer, scratch.buffer, 'read into the given buffer');
+  t.ok(first.equals(a));
+  const second = spool.readSync(1, 2000, scratch);
+  t.ok(second.subarray(0, 1000).equals(b), 'the bytes written');
+  t.ok(second.subarray(1000).equals(Buffer.alloc(1000)), 'zeros past the end of the file, not the previous chunk');
+  t.ok(spool.readSync(0, 10).equals(a.subarray(0, 10)), 'without a buffer: a new one');
 });

@@ -58,7 +58,11 @@ export interface CommitPiece {
   /** SHA-256 of the bytes when known without reading them (an unchanged stored chunk). */
   hash?: string | undefined;
   read(): Promise<Buffer>;
-  /** Present when the bytes can be read synchronously (memory, the spool file, the local store). */
+  /**
+   * Present when the bytes can be read synchronously (memory, the spool file, the local store).
+   * The bytes returned may be overwritten by the next readSync of a piece of the same commit (a
+   * spooled chunk is read into one reused buffer): use them before reading the next piece.
+   */
   readSync?: (() => Buffer) | undefined;
 }
 

@@ -445,6 +445,8 @@ export class OpenFile {
     const count = Math.ceil(this.#size / CS);
     const base = this.#base;
     const spool = this.#spool;
+    // Spooled chunks are read back synchronously into this one buffer (see CommitPiece.readSync).
+    let scratch: Buffer | undefined;
     for (let i = 0; i < count; i++) {
       const start = i * CS;
       const len = Math.min(CS, this.#size - start);
@@ -459,7 +461,7 @@ export class OpenFile {
         pieces.push({
           size: len,
           read: async () => fit(await spool!.read(i, Math.min(spilled, len)), len),
-          readSync: () => fit(spool!.readSync(i, Math.min(spilled, len)), len),
+          readSync: () => fit(spool!.readSync(i, Math.min(spilled, len), (scratch ??= Buffer.allocUnsafeSlow(CS))), len),
         });
         continue;
       }
