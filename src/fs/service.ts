@@ -91,6 +91,18 @@ export interface ContentPiece {
   data: Uint8Array | (() => Uint8Array);
   /** SHA-256 (hex) of `data`, when the caller knows it (a chunk read from this store). */
   hash?: string | undefined;
+  /** Byte length of `data`, when known without loading it (with `hash`: the chunk is not loaded to hash it). */
+  size?: number | undefined;
+}
+
+/** {@link FsService.writeChunks} options. */
+export interface WriteChunksOptions extends WriteOptions {
+  /**
+   * SHA-256 (hex) of the whole content, when the caller computed it while the bytes were written.
+   * Used only when every piece also carries its `hash` and `size`: then no piece is loaded to hash
+   * it (a piece new to the store is still loaded once, to store it).
+   */
+  etag?: string | undefined;
 }
 
 /** What {@link FsService.setAttributes} changes; absent fields stay as they are. */
@@ -321,10 +333,21 @@ export class FsService {
    * way, without joining it into one buffer): every piece but the last is exactly
    * {@link CHUNK_SIZE} bytes. One new version, like {@link write}.
    */
-  async writeChunks(path: string, pieces: readonly ContentPiece[], opts: WriteOptions = {}): Promise<WriteResult> {
+  async writeChunks(path: string, pieces: readonly ContentPiece[], opts: WriteChunksOptions = {}): Promise<WriteResult> {
     const p = normalizeFilePath(path);
     const settle = this.#check(opts, 'write', [p], false);
     try {
+      if (opts.etag !== undefined && pieces.length > 0 && pieces.every((c) => c.hash !== undefined && c.size !== undefined)) {
+        let size = 0;
+        for (const [i, piece] of pieces.entries()) {
+          const n = piece.size!;
+          if (n > CHUNK_SIZE || (n < CHUNK_SIZE && i < pieces.length - 1)) {
+            throw new Error(`writeChunks: piece ${i} of ${pieces.length} has ${n} bytes (chunks are ${CHUNK_SIZE})`);
+          }
+          size += n;
+        }
+        return await this.#commitVersion(p, opts.etag, size, pieces.map((c) => ({ hash: c.hash!, data: c.data })), opts);
+      }
       const whole = createHash('sha256');
       const chunks: { hash: string; data: Uint8Array | (() => Uint8Array) }[] = [];
       let size = 0;

@@ -56,15 +56,21 @@ export class Spool {
     return done;
   }
 
-  /** Synchronous read (a commit in process streams chunks from here inside the store transaction). */
-  readSync(index: number, len: number): Buffer {
+  /**
+   * Synchronous read (a commit in process streams chunks from here inside the store transaction).
+   * With `into` (at least `len` bytes) the bytes land there instead of in a new buffer: reusing one
+   * buffer spares a fresh 1 MiB allocation, and its page faults, per chunk.
+   */
+  readSync(index: number, len: number, into?: Buffer): Buffer {
     if (!this.#file) throw new Error('spool read before any write');
-    const buf = Buffer.alloc(len);
-    for (let done = 0; done < len;) {
+    const buf = into ? into.subarray(0, len) : Buffer.alloc(len);
+    let done = 0;
+    while (done < len) {
       const n = readSync(this.#file.fd, buf, done, len - done, index * CS + done);
       if (n === 0) break;
       done += n;
     }
+    if (into && done < len) buf.fill(0, done);
     return buf;
   }
 

@@ -16,6 +16,8 @@ import { CHUNK_SIZE } from '../../src/fs/service.js';
 import { LocalBackend } from '../../src/transports/fuse/local.js';
 import { OpenFile, RESIDENT_DIRTY_CHUNKS } from '../../src/transports/fuse/open-file.js';
 import type { CommitPiece } from '../../src/transports/fuse/backend.js';
+import { ChunkHasher } from '../../src/transports/fuse/hasher.js';
+import { Spool } from '../../src/fs/spool.js';
 
 function rng(seed: number): () => number {
   let a = seed >>> 0;
@@ -27,19 +29,25 @@ function rng(seed: number): () => number {
   };
 }
 
-for (const spooled of [false, true]) {
-t.test(`random writes, reads, truncations and commits match a Buffer model${spooled ? ' (one chunk in memory, the rest spooled)' : ''}`, async (t) => {
+for (const [spooled, hashed] of [[false, false], [true, false], [false, true], [true, true]] as const) {
+t.test(`random writes, reads, truncations and commits match a Buffer model${spooled ? ' (one chunk in memory, the rest spooled)' : ''}${hashed ? ' (chunks hashed while written)' : ''}`, async (t) => {
   const f = makeFs(t);
   const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
+  const hasher = hashed ? new ChunkHasher() : undefined;
+  t.teardown(() => hasher?.close());
+  let etagsGiven = 0;
   const commit = (file: OpenFile) => file.commit(
-    (path, pieces, attributes, modified) => backend.commit(path, pieces, { attributes, modified }),
+    (path, pieces, attributes, modified, etag) => {
+      if (etag !== undefined) etagsGiven++;
+      return backend.commit(path, pieces, { attributes, modified, etag });
+    },
     (path, version) => backend.versionContent(path, version),
   );
   await f.fs.write('/m', noise(2 * CHUNK_SIZE + 100, 5));
   let model = Buffer.from(noise(2 * CHUNK_SIZE + 100, 5));
   const spoolDir = mkdtempSync(join(tmpdir(), 'svc-spool-'));
   t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }));
-  const file = new OpenFile('/m', await backend.content('/m'), { mtime: 1, ...(spooled ? { spoolDir, residentChunks: 1 } : {}) });
+  const file = new OpenFile('/m', await backend.content('/m'), { mtime: 1, hasher, ...(spooled ? { spoolDir, residentChunks: 1 } : {}) });
   let spills = 0;
   const random = rng(99);
   const int = (n: number) => Math.floor(random() * n);
@@ -77,6 +85,11 @@ t.test(`random writes, reads, truncations and commits match a Buffer model${spoo
         t.fail(`step ${step}: the committed content differs from the model`);
         return;
       }
+      // Hashes computed while writing must be those of the bytes committed.
+      if (rec.etag !== sha256(model) || rec.chunks.some((h, i) => h !== sha256(model.subarray(i * CHUNK_SIZE, (i + 1) * CHUNK_SIZE)))) {
+        t.fail(`step ${step}: a stored hash is not the hash of the committed bytes`);
+        return;
+      }
     }
     t.equal(file.size, model.length, `step ${step}: size`);
     if (spooled) {
@@ -90,6 +103,8 @@ t.test(`random writes, reads, truncations and commits match a Buffer model${spoo
   t.ok(f.fs.read('/m').content.equals(model), 'final content');
   t.equal(f.fs.file('/m').etag, sha256(model));
   t.ok(commits > 10, `${commits} commits`);
+  if (hashed) t.ok(etagsGiven > 0, `${etagsGiven} commits used the etag computed while writing`);
+  else t.equal(etagsGiven, 0, 'no etag without a hasher');
 });
 }
 
@@ -175,4 +190,151 @@ t.test('writeChunks reads lazy pieces without keeping them', async (t) => {
   const again = await f.fs.writeChunks('/lazy2', pieces.map((p, i) => ({ ...p, hash: f.fs.file('/lazy').chunks[i] })));
   t.equal(again.etag, r.etag);
   t.equal(loads, 12, 'chunks already stored are loaded only to hash the whole');
+});
+
+/** Commits `file`, recording what the committer was handed. */
+async function commitSpy(file: OpenFile, backend: LocalBackend): Promise<{ pieces: CommitPiece[]; etag: string | undefined }> {
+  const seen: { pieces: CommitPiece[]; etag: string | undefined } = { pieces: [], etag: undefined };
+  await file.commit((path, pieces, attributes, modified, etag) => {
+    seen.pieces = pieces;
+    seen.etag = etag;
+    return backend.commit(path, pieces, { attributes, modified, etag });
+  }, (path, version) => backend.versionContent(path, version));
+  return seen;
+}
+
+t.test('a sequential write is hashed while written: the commit gets every chunk hash and the etag', async (t) => {
+  const f = makeFs(t);
+  const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
+  const hasher = new ChunkHasher();
+  t.teardown(() => hasher.close());
+  const spoolDir = mkdtempSync(join(tmpdir(), 'svc-spool-'));
+  t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }));
+  const data = noise(5 * CHUNK_SIZE + 12345, 31);
+  const file = new OpenFile('/seq', undefined, { attributes: { mode: 0o644 }, mtime: 1, spoolDir, residentChunks: 2, hasher });
+  const block = 128 * 1024;
+  for (let pos = 0; pos < data.length; pos += block) {
+    const piece = data.subarray(pos, Math.min(data.length, pos + block));
+    await file.write(piece, piece.length, pos);
+  }
+  t.equal(file.hashedChunks, 5, 'each full chunk handed to the hasher when its end was written');
+  t.equal(file.etagCoverage, 5, 'the running etag covers the full chunks');
+  const seen = await commitSpy(file, backend);
+  t.equal(seen.etag, sha256(data), 'the etag computed while writing is the content hash');
+  t.same(seen.pieces.map((p) => p.hash), [0, 1, 2, 3, 4, 5].map((i) => sha256(data.subarray(i * CHUNK_SIZE, (i + 1) * CHUNK_SIZE))),
+    'every piece carries its hash, the partial last one included');
+  const rec = f.fs.file('/seq');
+  t.equal(rec.etag, sha256(data));
+  t.ok(f.fs.read('/seq').content.equals(data), 'stored as written');
+  t.equal(file.hashedChunks, 0, 'nothing pending after the commit');
+  t.ok(hasher.pooled >= 2, `chunk buffers evicted or committed go back to the pool (${hasher.pooled})`);
+});
+
+t.test('rewriting a hashed chunk drops its hash and the running etag, even before the hash arrives', async (t) => {
+  const f = makeFs(t);
+  const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
+  const hasher = new ChunkHasher();
+  t.teardown(() => hasher.close());
+  const data = Buffer.from(noise(2 * CHUNK_SIZE + 10, 41));
+  const file = new OpenFile('/rw', undefined, { attributes: { mode: 0o644 }, mtime: 1, hasher });
+  await file.write(data, data.length, 0);
+  t.equal(file.etagCoverage, 2);
+  // Chunk 0 changes right after it was handed over (the hasher may read either version of it).
+  const patch = Buffer.from('changed after hashing');
+  await file.write(patch, patch.length, 100);
+  patch.copy(data, 100);
+  t.equal(file.etagCoverage, 0, 'the running etag no longer matches the content');
+  t.equal(file.hashedChunks, 1, 'only chunk 1 keeps its hash');
+  const seen = await commitSpy(file, backend);
+  t.equal(seen.etag, undefined, 'no etag handed over: the store hashes the content');
+  t.equal(seen.pieces[0]!.hash, undefined, 'chunk 0 is hashed by the store');
+  t.equal(seen.pieces[1]!.hash, sha256(data.subarray(CHUNK_SIZE, 2 * CHUNK_SIZE)), 'chunk 1 keeps the hash computed while written');
+  t.equal(f.fs.file('/rw').etag, sha256(data));
+  t.equal(f.fs.file('/rw').chunks[0], sha256(data.subarray(0, CHUNK_SIZE)));
+  t.ok(f.fs.read('/rw').content.equals(data));
+});
+
+t.test('truncation below hashed chunks drops them; truncation to zero starts a new running etag', async (t) => {
+  const f = makeFs(t);
+  const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
+  const hasher = new ChunkHasher();
+  t.teardown(() => hasher.close());
+  const first = noise(3 * CHUNK_SIZE, 51);
+  const file = new OpenFile('/tr', undefined, { attributes: { mode: 0o644 }, mtime: 1, hasher });
+  await file.write(first, first.length, 0);
+  await file.truncate(CHUNK_SIZE + 7);
+  t.equal(file.hashedChunks, 1, 'chunks cut or dropped lose their hash');
+  t.equal(file.etagCoverage, 0, 'the running etag covered bytes that are gone');
+  let seen = await commitSpy(file, backend);
+  t.equal(seen.etag, undefined);
+  t.equal(f.fs.file('/tr').etag, sha256(first.subarray(0, CHUNK_SIZE + 7)));
+  // open(O_TRUNC) then a new sequential write: hashed while written again.
+  const second = noise(2 * CHUNK_SIZE + 3, 52);
+  await file.truncate(0);
+  await file.write(second, second.length, 0);
+  t.equal(file.etagCoverage, 2);
+  seen = await commitSpy(file, backend);
+  t.equal(seen.etag, sha256(second));
+  t.equal(f.fs.file('/tr').etag, sha256(second));
+  t.ok(f.fs.read('/tr').content.equals(second));
+});
+
+t.test('a hasher that has stopped leaves the hashing to the commit', async (t) => {
+  const f = makeFs(t);
+  const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
+  const hasher = new ChunkHasher();
+  const data = noise(2 * CHUNK_SIZE + 99, 61);
+  const file = new OpenFile('/stop', undefined, { attributes: { mode: 0o644 }, mtime: 1, hasher });
+  await file.write(data, data.length, 0);
+  await hasher.close();
+  const seen = await commitSpy(file, backend);
+  t.equal(seen.etag, undefined, 'no etag from a stopped hasher');
+  t.equal(f.fs.file('/stop').etag, sha256(data));
+  t.same(f.fs.file('/stop').chunks, [0, 1, 2].map((i) => sha256(data.subarray(i * CHUNK_SIZE, (i + 1) * CHUNK_SIZE))));
+});
+
+t.test('writeChunks with every hash, size and the etag known loads only the chunks new to the store', async (t) => {
+  const f = makeFs(t);
+  const data = noise(2 * CHUNK_SIZE + 5, 71);
+  let loads = 0;
+  const pieces = [0, 1, 2].map((i) => {
+    const bytes = data.subarray(i * CHUNK_SIZE, Math.min(data.length, (i + 1) * CHUNK_SIZE));
+    return { size: bytes.length, hash: sha256(bytes), data: () => (loads++, bytes) };
+  });
+  const r = await f.fs.writeChunks('/known', pieces, { etag: sha256(data) });
+  t.equal(r.etag, sha256(data));
+  t.equal(r.size, data.length);
+  t.equal(loads, 3, 'each new chunk loaded once, to store it');
+  t.ok(f.fs.read('/known').content.equals(data));
+  await t.rejects(f.fs.writeChunks('/bad', [{ size: 10, hash: 'x', data: Buffer.alloc(10) }, pieces[0]!], { etag: 'y' }),
+    /piece 0 of 2 has 10 bytes/, 'piece sizes are still checked');
+  const partial = await f.fs.writeChunks('/partial', [{ data: data.subarray(0, 5) }], { etag: 'not used without every hash' });
+  t.equal(partial.etag, sha256(data.subarray(0, 5)), 'an etag is ignored unless every piece has its hash and size');
+});
+
+t.test('the chunk store takes bytes backed by a SharedArrayBuffer', async (t) => {
+  const f = makeFs(t);
+  const shared = Buffer.from(new SharedArrayBuffer(CHUNK_SIZE));
+  noise(CHUNK_SIZE, 81).copy(shared);
+  await f.fs.writeChunks('/shared', [{ data: shared }]);
+  t.ok(f.fs.read('/shared').content.equals(shared));
+});
+
+t.test('the spool reads a chunk into a reused buffer, zero-filling what was never written', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-spool-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const spool = new Spool(dir);
+  t.teardown(() => spool.close());
+  const a = noise(CHUNK_SIZE, 91);
+  const b = noise(1000, 92);
+  await spool.write(0, a);
+  await spool.write(1, b);
+  const scratch = Buffer.alloc(CHUNK_SIZE, 0xff);
+  const first = spool.readSync(0, CHUNK_SIZE, scratch);
+  t.equal(first.buffer, scratch.buffer, 'read into the given buffer');
+  t.ok(first.equals(a));
+  const second = spool.readSync(1, 2000, scratch);
+  t.ok(second.subarray(0, 1000).equals(b), 'the bytes written');
+  t.ok(second.subarray(1000).equals(Buffer.alloc(1000)), 'zeros past the end of the file, not the previous chunk');
+  t.ok(spool.readSync(0, 10).equals(a.subarray(0, 10)), 'without a buffer: a new one');
 });

@@ -72,7 +72,10 @@ class LmdbBlobStore implements BlobStore {
     return this.db.getKeys({}) as Iterable<string>;
   }
   put(hash: string, data: Uint8Array): void {
-    this.db.put(hash, Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    // lmdb-js crashes the process (SIGSEGV) on a value backed by a SharedArrayBuffer (the FUSE
+    // mount's chunk buffers, shared with its hashing thread): such bytes are copied first.
+    const value = data.buffer instanceof SharedArrayBuffer ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    this.db.put(hash, value);
   }
   delete(hash: string): void {
     this.db.remove(hash);

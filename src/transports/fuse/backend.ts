@@ -58,7 +58,11 @@ export interface CommitPiece {
   /** SHA-256 of the bytes when known without reading them (an unchanged stored chunk). */
   hash?: string | undefined;
   read(): Promise<Buffer>;
-  /** Present when the bytes can be read synchronously (memory, the spool file, the local store). */
+  /**
+   * Present when the bytes can be read synchronously (memory, the spool file, the local store).
+   * The bytes returned may be overwritten by the next readSync of a piece of the same commit (a
+   * spooled chunk is read into one reused buffer): use them before reading the next piece.
+   */
   readSync?: (() => Buffer) | undefined;
 }
 
@@ -72,6 +76,8 @@ export interface CommitOptions {
   symlink?: boolean | undefined;
   /** Modification time to record (ms): the open file's last write, not the commit's own time. */
   modified?: number | undefined;
+  /** SHA-256 of the whole content when computed while it was written (every piece then has its hash). */
+  etag?: string | undefined;
 }
 
 export interface CommitResult {
@@ -91,6 +97,11 @@ export interface SpaceInfo {
 export interface FuseBackend {
   /** Human name for logs: `in-process` or the remote URL. */
   readonly description: string;
+  /**
+   * The commit uses the piece hashes and etag it is given instead of hashing again (in process): the
+   * mount then hashes chunks on a worker thread while a file is written.
+   */
+  readonly reusesHashes?: boolean;
   /** Local directory for the spool files of open files' written chunks (never inside a mount). */
   readonly spoolDir: string;
   /** The entry at a path, or undefined. Paths are absolute and normalised (FUSE gives them so). */

@@ -29,6 +29,7 @@ const NOT_DURABLE = { durable: false } as const;
 
 export class LocalBackend implements FuseBackend {
   readonly description = 'in-process';
+  readonly reusesHashes = true;
   readonly spoolDir: string;
   readonly #fs: FsService;
   readonly #events: EventBus;
@@ -65,11 +66,14 @@ export class LocalBackend implements FuseBackend {
     this.#fs.checkChange('write', path);
   }
 
-  /** Chunks are read when writeChunks needs them (once to hash, again only if new to the store): never all at once. */
+  /**
+   * Chunks are read when writeChunks needs them (once to hash unless their hash is known, again
+   * only if new to the store): never all at once.
+   */
   async commit(path: string, pieces: CommitPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
-    const content = await Promise.all(pieces.map(async (p) => ({ hash: p.hash, data: p.readSync ?? await p.read() })));
+    const content = await Promise.all(pieces.map(async (p) => ({ hash: p.hash, size: p.size, data: p.readSync ?? await p.read() })));
     const r = await this.#fs.writeChunks(path, content, {
-      attributes: opts.attributes, symlink: opts.symlink, modified: opts.modified, ...NOT_DURABLE,
+      attributes: opts.attributes, symlink: opts.symlink, modified: opts.modified, etag: opts.etag, ...NOT_DURABLE,
     });
     return { version: r.version, etag: r.etag, size: r.size };
   }

@@ -22,14 +22,18 @@ import type { EntryAttributes } from '../../fs/records.js';
 import { CHUNK_SIZE } from '../../fs/service.js';
 import { Spool } from '../../fs/spool.js';
 import type { CommitPiece, CommitResult, StoredContent } from './backend.js';
+import type { ChunkHasher } from './hasher.js';
 
 const CS = CHUNK_SIZE;
 /** Dirty chunks an open file keeps in memory; the rest wait in its spool file. */
 export const RESIDENT_DIRTY_CHUNKS = 16;
 
-/** Stores a commit (the backend's commit, bound to a path by the caller). */
+/**
+ * Stores a commit (the backend's commit, bound to a path by the caller). `etag`: the SHA-256 of the
+ * whole content when computed while it was written (every piece then carries its hash).
+ */
 export type Committer = (
-  path: string, pieces: CommitPiece[], attributes: EntryAttributes | undefined, modified: number,
+  path: string, pieces: CommitPiece[], attributes: EntryAttributes | undefined, modified: number, etag?: string,
 ) => Promise<CommitResult>;
 
 /** Loads the content of a committed version (the new base after a commit). */
@@ -64,6 +68,15 @@ export class OpenFile {
   #attributes: EntryAttributes | undefined;
   #cached: { index: number; data: Buffer } | undefined;
   #lock: Promise<unknown> = Promise.resolve();
+  readonly #hasher: ChunkHasher | undefined;
+  /** SHA-256 of full chunks as they are now, computed by the hasher since they were last written. */
+  #hashes = new Map<number, Promise<string | undefined>>();
+  /**
+   * The running etag: the hasher has been fed chunks `[0, next)` as they are now. Undefined: none
+   * yet (the next completed chunk 0 starts one); null: broken (a fed chunk changed) until the
+   * content is replaced (commit, truncation to zero).
+   */
+  #stream: { id: number; next: number } | null | undefined;
 
   /** `base` undefined: a file created through the mount, not stored until its first commit. */
   /** Without `spoolDir` every dirty chunk stays in memory. */
@@ -73,8 +86,11 @@ export class OpenFile {
       attributes?: EntryAttributes; readOnly?: boolean; mtime: number; spoolDir?: string | undefined;
       /** Dirty chunks kept in memory (default {@link RESIDENT_DIRTY_CHUNKS}). */
       residentChunks?: number;
+      /** Hashes completed chunks and the running etag off the main thread (none: the commit hashes). */
+      hasher?: ChunkHasher | undefined;
     },
   ) {
+    this.#hasher = opts.hasher;
     this.path = path;
     this.#resident = Math.max(1, opts.residentChunks ?? RESIDENT_DIRTY_CHUNKS);
     this.#spool = opts.spoolDir === undefined ? undefined : new Spool(opts.spoolDir);
@@ -148,7 +164,10 @@ export class OpenFile {
         const start = i * CS;
         const upto = Math.min(end, start + CS);
         const chunk = await this.#dirtyChunk(i, upto - start);
+        this.#mutated(i);
         buf.copy(chunk, off - start, off - pos, upto - pos);
+        // A write reaching a chunk's end usually completes it: hash it now, off the main thread.
+        if (upto - start === CS) this.#completed(i, chunk);
         off = upto;
         await this.#evict();
       }
@@ -161,6 +180,10 @@ export class OpenFile {
   truncate(size: number): Promise<void> {
     return this.#exclusive(async () => {
       if (size < this.#size) {
+        for (const i of [...this.#hashes.keys()]) if ((i + 1) * CS > size) this.#mutated(i);
+        if (this.#stream && this.#stream.next * CS > size) this.#breakStream();
+        // Nothing is left of what the running etag covered: a new one may start.
+        if (size === 0) this.#stream = undefined;
         for (const [i, len] of [...this.#spilled]) {
           const start = i * CS;
           if (start >= size) this.#spilled.delete(i);
@@ -168,7 +191,7 @@ export class OpenFile {
         }
         for (const [i, chunk] of this.#dirty) {
           const start = i * CS;
-          if (start >= size) this.#dirty.delete(i);
+          if (start >= size) this.#forget(i);
           else if (start + chunk.length > size) chunk.fill(0, size - start);
         }
         this.#keep = Math.min(this.#keep, size);
@@ -186,8 +209,10 @@ export class OpenFile {
   commit(store: Committer, loadVersion: VersionLoader): Promise<CommitResult | undefined> {
     return this.#exclusive(async () => {
       if (!this.#changed || this.orphan || this.readOnly) return undefined;
+      const pieces = this.#pieces();
+      const etag = await this.#knownHashes(pieces);
       // The version is stamped with the last write (or utimens), as a local disk would show it.
-      const result = await store(this.path, this.#pieces(), this.#attributes, this.explicitMtime ?? this.mtime);
+      const result = await store(this.path, pieces, this.#attributes, this.explicitMtime ?? this.mtime, etag);
       await this.#rebase(await loadVersion(this.path, result.version));
       this.#attributes = undefined;
       this.explicitMtime = undefined;
@@ -224,20 +249,88 @@ export class OpenFile {
     this.#base = base;
     this.#size = base.size;
     this.#keep = base.size;
-    this.#dirty.clear();
+    this.#forgetAll();
     this.#spilled.clear();
     this.#cached = undefined;
     this.#changed = false;
+    this.#hashes.clear();
+    this.#breakStream();
+    this.#stream = undefined;
     await this.#spool?.close();
   }
 
   /** Drop what the file holds (no handle is left and nothing will be committed). */
   dispose(): Promise<void> {
     return this.#exclusive(async () => {
-      this.#dirty.clear();
+      this.#forgetAll();
       this.#spilled.clear();
+      this.#hashes.clear();
+      this.#breakStream();
       await this.#spool?.close();
     });
+  }
+
+  /** Chunks whose hash is being or has been computed while written (tests, diagnostics). */
+  get hashedChunks(): number {
+    return this.#hashes.size;
+  }
+
+  /** Chunks the running etag covers (0 when there is none). */
+  get etagCoverage(): number {
+    return this.#stream?.next ?? 0;
+  }
+
+  /** Chunk `i` is about to change: its hash and any running etag that covers it are stale. */
+  #mutated(i: number): void {
+    this.#hashes.delete(i);
+    if (this.#stream && i < this.#stream.next) this.#breakStream();
+  }
+
+  #breakStream(): void {
+    if (this.#stream) this.#hasher?.drop(this.#stream.id);
+    this.#stream = null;
+  }
+
+  /** Chunk `i` (a full chunk) was written up to its end: hash it, and extend the running etag if it is next. */
+  #completed(i: number, chunk: Buffer): void {
+    const hasher = this.#hasher;
+    if (!hasher || chunk.length !== CS) return;
+    if (this.#stream === undefined && i === 0) this.#stream = { id: hasher.openStream(), next: 0 };
+    let stream: number | undefined;
+    if (this.#stream && this.#stream.next === i) {
+      stream = this.#stream.id;
+      this.#stream.next++;
+    }
+    this.#hashes.set(i, hasher.chunk(chunk, stream));
+  }
+
+  /**
+   * Fill in the hashes computed while writing, and return the etag when the running etag covers
+   * every full chunk and the last partial one is in memory (then every piece has its hash).
+   */
+  async #knownHashes(pieces: CommitPiece[]): Promise<string | undefined> {
+    for (const [i, hash] of this.#hashes) {
+      const piece = pieces[i];
+      if (piece && piece.size === CS && piece.hash === undefined) piece.hash = await hash;
+    }
+    const stream = this.#stream;
+    const hasher = this.#hasher;
+    if (!stream || !hasher || this.#size === 0) return undefined;
+    const full = Math.floor(this.#size / CS);
+    const tailLength = this.#size - full * CS;
+    const tail = tailLength > 0 ? this.#dirty.get(full) : undefined;
+    if (stream.next !== full || (tailLength > 0 && !tail) || pieces.some((p, i) => i < full && p.hash === undefined)) {
+      this.#breakStream();
+      return undefined;
+    }
+    this.#stream = null;
+    const done = await hasher.finish(stream.id, tail && fit(tail, tailLength));
+    if (!done) return undefined;
+    if (tailLength > 0) {
+      if (done.tail === undefined) return undefined;
+      pieces[full]!.hash = done.tail;
+    }
+    return done.etag;
   }
 
   /** Write the least recently written chunks out to the spool while too many are in memory. */
@@ -246,7 +339,7 @@ export class OpenFile {
     while (this.#dirty.size > this.#resident) {
       const [i, chunk] = this.#dirty.entries().next().value as [number, Buffer];
       await this.#spool.write(i, chunk);
-      this.#dirty.delete(i);
+      this.#forget(i);
       this.#spilled.set(i, chunk.length);
     }
   }
@@ -315,18 +408,35 @@ export class OpenFile {
     if (!chunk) {
       const valid = Math.max(0, Math.min(CS, this.#keep - start));
       // Chunk 0 grows as needed (most files are small); a later chunk means a big file: full size at once.
-      chunk = Buffer.alloc(i === 0 ? Math.max(need, valid) : CS);
+      chunk = this.#alloc(i === 0 ? Math.max(need, valid) : CS);
       if (valid > 0) (await this.#baseChunk(i)).copy(chunk, 0, 0, valid);
       this.#dirty.set(i, chunk);
       if (this.#cached?.index === i) this.#cached = undefined;
     }
     if (chunk.length < need) {
-      const grown = Buffer.alloc(Math.min(CS, Math.max(need, chunk.length * 2)));
+      const grown = this.#alloc(Math.min(CS, Math.max(need, chunk.length * 2)));
       chunk.copy(grown);
       this.#dirty.set(i, grown);
       chunk = grown;
     }
     return chunk;
+  }
+
+  /** A zeroed chunk buffer: a full one is shared with the hasher's thread (handing it over copies nothing). */
+  #alloc(size: number): Buffer {
+    return size === CS && this.#hasher ? this.#hasher.acquire() : Buffer.alloc(size);
+  }
+
+  /** Drop dirty chunk `i` from memory (its buffer may be reused). */
+  #forget(i: number): void {
+    const chunk = this.#dirty.get(i);
+    if (!chunk) return;
+    this.#dirty.delete(i);
+    this.#hasher?.release(chunk);
+  }
+
+  #forgetAll(): void {
+    for (const i of [...this.#dirty.keys()]) this.#forget(i);
   }
 
   /** One lazily read piece per chunk of the current content, for a commit (nothing is loaded here). */
@@ -335,6 +445,8 @@ export class OpenFile {
     const count = Math.ceil(this.#size / CS);
     const base = this.#base;
     const spool = this.#spool;
+    // Spooled chunks are read back synchronously into this one buffer (see CommitPiece.readSync).
+    let scratch: Buffer | undefined;
     for (let i = 0; i < count; i++) {
       const start = i * CS;
       const len = Math.min(CS, this.#size - start);
@@ -349,7 +461,7 @@ export class OpenFile {
         pieces.push({
           size: len,
           read: async () => fit(await spool!.read(i, Math.min(spilled, len)), len),
-          readSync: () => fit(spool!.readSync(i, Math.min(spilled, len)), len),
+          readSync: () => fit(spool!.readSync(i, Math.min(spilled, len), (scratch ??= Buffer.allocUnsafeSlow(CS))), len),
         });
         continue;
       }

@@ -19,6 +19,7 @@ import { SvcError, toErrno } from '../../core/errors.js';
 import { normalizePath, parentOf, baseName, isWithin } from '../../core/paths.js';
 import { errno, type FuseOperations, type FuseStat, type FuseStatfs } from '../../native/fuse.js';
 import { memoryPiece, type FuseBackend, type NodeInfo, type StoredContent } from './backend.js';
+import { ChunkHasher } from './hasher.js';
 import { OpenFile } from './open-file.js';
 import { isVersionsPath, listVersionsDir, resolveVersionsPath, VERSIONS_DIR, type VersionsTarget } from './versions.js';
 
@@ -85,6 +86,8 @@ export class FuseFileSystem {
   /** Stored files whose deletion waits for a possible rename onto them (see the module note). */
   readonly #pendingDeletes = new Map<string, PendingDelete>();
   readonly #unsubscribe: () => void;
+  /** Hashes written chunks while files are written, when the backend reuses the hashes. */
+  readonly #hasher: ChunkHasher | undefined;
   #nextFh = 1;
 
   constructor(opts: FuseFileSystemOptions) {
@@ -93,6 +96,7 @@ export class FuseFileSystem {
     this.#uid = opts.uid;
     this.#gid = opts.gid;
     this.#unsubscribe = this.#backend.onChange((e) => this.#onChange(e));
+    this.#hasher = this.#backend.reusesHashes ? new ChunkHasher() : undefined;
   }
 
   /** Commit what is open and changed, finish pending deletes, stop listening for changes. */
@@ -102,6 +106,7 @@ export class FuseFileSystem {
     for (const file of new Set(this.#files.values())) {
       await this.#commit(file).catch((err) => this.#log.error({ err, path: file.path }, 'commit at unmount failed'));
     }
+    await this.#hasher?.close();
   }
 
   /** The callbacks fuse-native calls. */
@@ -198,7 +203,7 @@ export class FuseFileSystem {
 
   async #commit(file: OpenFile): Promise<void> {
     await file.commit(
-      (path, pieces, attributes, modified) => this.#backend.commit(path, pieces, { attributes, modified }),
+      (path, pieces, attributes, modified, etag) => this.#backend.commit(path, pieces, { attributes, modified, etag }),
       (path, version) => this.#backend.versionContent(path, version),
     );
   }
@@ -375,7 +380,7 @@ export class FuseFileSystem {
       const p = this.#lookupPath(path);
       const content = await this.#backend.content(p);
       // Another open of the same path may have won the race while this one waited.
-      file = this.#files.get(p) ?? new OpenFile(p, content, { mtime: Date.now(), spoolDir: this.#backend.spoolDir });
+      file = this.#files.get(p) ?? new OpenFile(p, content, { mtime: Date.now(), spoolDir: this.#backend.spoolDir, hasher: this.#hasher });
       this.#files.set(p, file);
     }
     return this.#addHandle(file);
@@ -387,6 +392,7 @@ export class FuseFileSystem {
     await this.#backend.checkWritable(p);
     const file = new OpenFile(p, undefined, {
       attributes: { mode: mode & 0o7777, uid: this.#uid, gid: this.#gid }, mtime: Date.now(), spoolDir: this.#backend.spoolDir,
+      hasher: this.#hasher,
     });
     this.#files.set(p, file);
     // Dirtied: even with no write, the close must store the new (empty) file.

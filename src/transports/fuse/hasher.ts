@@ -1,0 +1,197 @@
+/**
+ * @module transports/fuse/hasher
+ * SHA-256 of an open file's chunks (and of its whole content, the etag) computed on a worker
+ * thread while the file is still being written, so a commit after a sequential write neither hashes
+ * on the main thread nor reads the spool back just to hash.
+ *
+ * The main thread stays the only writer of chunk buffers. A chunk is handed over when a write
+ * reaches its end (the usual sign that it is complete); chunk buffers are allocated on a
+ * SharedArrayBuffer ({@link sharedChunk}) so handing one over copies nothing. The worker may read
+ * a buffer the main thread changes again afterwards: {@link OpenFile} then drops that chunk's hash
+ * and the file's running etag, so a result computed from bytes that changed is never used.
+ *
+ * A running etag ({@link ChunkHasher.openStream}) is fed chunks 0, 1, 2, … in order; finishing it
+ * adds the last, partial chunk and returns the etag and that chunk's hash. Any failure of the
+ * worker resolves to `undefined`: the commit then hashes as it did without it.
+ */
+import { Worker } from 'node:worker_threads';
+import { CHUNK_SIZE } from '../../fs/service.js';
+
+/**
+ * Chunk buffers kept for reuse. A fresh SharedArrayBuffer costs ~1–2 ms (allocation, zeroing, and
+ * first use by the worker); a reused one a 1 MiB fill. Enough for a streaming write's turnover.
+ */
+export const POOLED_CHUNKS = 16;
+
+/** The worker's code (CommonJS, evaluated: works the same from src/ under tsx and from dist/). */
+const WORKER_SOURCE = `
+const { parentPort } = require('node:worker_threads');
+const { createHash } = require('node:crypto');
+const streams = new Map();
+const view = (m) => m.sab ? new Uint8Array(m.sab, m.offset, m.length) : m.data;
+parentPort.on('message', (m) => {
+  try {
+    if (m.op === 'drop') { streams.delete(m.stream); return; }
+    const data = m.sab || m.data ? view(m) : undefined;
+    let stream;
+    if (m.stream !== undefined) {
+      stream = streams.get(m.stream);
+      if (!stream) { stream = createHash('sha256'); streams.set(m.stream, stream); }
+      if (data) stream.update(data);
+    }
+    const chunk = data ? createHash('sha256').update(data).digest('hex') : undefined;
+    let etag;
+    if (m.op === 'finish') { etag = (stream ?? createHash('sha256')).digest('hex'); streams.delete(m.stream); }
+    parentPort.postMessage({ id: m.id, chunk, etag });
+  } catch (err) {
+    parentPort.postMessage({ id: m.id, error: String(err && err.message || err) });
+  }
+});
+`;
+
+
+interface Reply {
+  id: number;
+  chunk?: string;
+  etag?: string;
+  error?: string;
+}
+
+type Payload = { sab: SharedArrayBuffer; offset: number; length: number } | { data: Uint8Array };
+
+/** One worker thread shared by every open file of a mount. Started on first use. */
+export class ChunkHasher {
+  #worker: Worker | undefined;
+  #failed = false;
+  #nextId = 1;
+  #nextStream = 1;
+  readonly #waiting = new Map<number, (reply: Reply | undefined) => void>();
+  readonly #pool: SharedArrayBuffer[] = [];
+  /** Shared buffers the worker may still read: requests outstanding per buffer. */
+  readonly #inFlight = new Map<SharedArrayBuffer, number>();
+  /** Released while in flight: pooled once the worker is done with them. */
+  readonly #releasing = new Set<SharedArrayBuffer>();
+
+  /** A zero-filled chunk buffer the worker can read without a copy (a SharedArrayBuffer, reused). */
+  acquire(): Buffer {
+    const sab = this.#pool.pop();
+    if (!sab) return Buffer.from(new SharedArrayBuffer(CHUNK_SIZE));
+    return Buffer.from(sab).fill(0);
+  }
+
+  /** The caller no longer uses `buf` (from {@link acquire}); it is reused once no request reads it. */
+  release(buf: Buffer): void {
+    const sab = buf.buffer;
+    if (!(sab instanceof SharedArrayBuffer) || sab.byteLength !== CHUNK_SIZE) return;
+    if (this.#inFlight.has(sab)) this.#releasing.add(sab);
+    else if (this.#pool.length < POOLED_CHUNKS && !this.#pool.includes(sab)) this.#pool.push(sab);
+  }
+
+  /** Buffers waiting in the pool (tests). */
+  get pooled(): number {
+    return this.#pool.length;
+  }
+
+  /** SHA-256 of `data`; with `stream`, the bytes are also appended to that running etag. */
+  chunk(data: Buffer, stream?: number): Promise<string | undefined> {
+    return this.#send({ op: 'chunk', stream }, data).then((r) => r?.chunk);
+  }
+
+  /** A new running etag: feed it with {@link chunk}, end it with {@link finish} or {@link drop}. */
+  openStream(): number {
+    return this.#nextStream++;
+  }
+
+  /** Append `tail` (if any) to the running etag and return it, with the tail's own hash. */
+  finish(stream: number, tail?: Buffer): Promise<{ etag: string; tail?: string | undefined } | undefined> {
+    return this.#send({ op: 'finish', stream }, tail).then((r) => (r?.etag ? { etag: r.etag, tail: r.chunk } : undefined));
+  }
+
+  /** Forget a running etag that will not be finished. */
+  drop(stream: number): void {
+    if (this.#worker && !this.#failed) this.#worker.postMessage({ op: 'drop', stream });
+  }
+
+  /** Stop the worker; pending requests resolve to undefined. */
+  async close(): Promise<void> {
+    const w = this.#worker;
+    this.#worker = undefined;
+    this.#failed = true;
+    this.#settleAll();
+    if (w) await w.terminate();
+  }
+
+  #send(msg: { op: string; stream?: number | undefined }, data: Buffer | undefined): Promise<Reply | undefined> {
+    const worker = this.#start();
+    if (!worker) return Promise.resolve(undefined);
+    const id = this.#nextId++;
+    let payload: Payload | undefined;
+    const transfer: ArrayBuffer[] = [];
+    let shared: SharedArrayBuffer | undefined;
+    if (data) {
+      if (data.buffer instanceof SharedArrayBuffer) {
+        shared = data.buffer;
+        payload = { sab: shared, offset: data.byteOffset, length: data.byteLength };
+      } else {
+        // A private copy, moved (not copied again) to the worker.
+        const copy = Uint8Array.prototype.slice.call(data);
+        payload = { data: copy };
+        transfer.push(copy.buffer as ArrayBuffer);
+      }
+    }
+    return new Promise<Reply | undefined>((resolve) => {
+      // Referenced only while something waits for it (it never keeps an idle process alive).
+      if (this.#waiting.size === 0) worker.ref();
+      this.#waiting.set(id, resolve);
+      if (shared) this.#inFlight.set(shared, (this.#inFlight.get(shared) ?? 0) + 1);
+      try {
+        worker.postMessage({ ...msg, id, ...payload }, transfer);
+      } catch {
+        this.#waiting.delete(id);
+        resolve(undefined);
+      }
+    }).finally(() => {
+      if (shared) this.#landed(shared);
+    });
+  }
+
+  /** One request reading `sab` is answered (or will never be). */
+  #landed(sab: SharedArrayBuffer): void {
+    const n = (this.#inFlight.get(sab) ?? 1) - 1;
+    if (n > 0) return void this.#inFlight.set(sab, n);
+    this.#inFlight.delete(sab);
+    if (this.#releasing.delete(sab) && this.#pool.length < POOLED_CHUNKS) this.#pool.push(sab);
+  }
+
+  #start(): Worker | undefined {
+    if (this.#failed) return undefined;
+    if (this.#worker) return this.#worker;
+    try {
+      const w = new Worker(WORKER_SOURCE, { eval: true });
+      w.unref();
+      w.on('message', (r: Reply) => {
+        const resolve = this.#waiting.get(r.id);
+        this.#waiting.delete(r.id);
+        if (this.#waiting.size === 0) w.unref();
+        resolve?.(r.error === undefined ? r : undefined);
+      });
+      const fail = () => {
+        this.#failed = true;
+        this.#worker = undefined;
+        this.#settleAll();
+      };
+      w.on('error', fail);
+      w.on('exit', fail);
+      this.#worker = w;
+      return w;
+    } catch {
+      this.#failed = true;
+      return undefined;
+    }
+  }
+
+  #settleAll(): void {
+    for (const resolve of this.#waiting.values()) resolve(undefined);
+    this.#waiting.clear();
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * @module test/fuse/hasher
+ * The FUSE mount's hashing thread, in process: chunk hashes and running etags equal SHA-256 of the
+ * bytes; chunk buffers are reused zeroed, and never while the worker may still read them.
+ */
+import t from 'tap';
+import { createHash } from 'node:crypto';
+import { CHUNK_SIZE } from '../../src/fs/service.js';
+import { ChunkHasher, POOLED_CHUNKS } from '../../src/transports/fuse/hasher.js';
+import { noise, sha256 } from '../fs/fixture.js';
+
+t.test('chunk hashes and a running etag are SHA-256 of the bytes handed over', async (t) => {
+  const hasher = new ChunkHasher();
+  t.teardown(() => hasher.close());
+  const a = hasher.acquire();
+  noise(CHUNK_SIZE, 1).copy(a);
+  const b = Buffer.from(noise(CHUNK_SIZE, 2)); // not shared: copied to the worker
+  const tail = noise(1000, 3);
+  const stream = hasher.openStream();
+  t.equal(await hasher.chunk(a, stream), sha256(a));
+  t.equal(await hasher.chunk(b, stream), sha256(b));
+  const done = await hasher.finish(stream, tail);
+  t.equal(done?.etag, createHash('sha256').update(a).update(b).update(tail).digest('hex'));
+  t.equal(done?.tail, sha256(tail));
+  const empty = hasher.openStream();
+  t.same(await hasher.finish(empty), { etag: sha256(Buffer.alloc(0)), tail: undefined }, 'an empty stream');
+});
+
+t.test('a reused chunk buffer is zero-filled; one still being read is not reused until its hash lands', async (t) => {
+  const hasher = new ChunkHasher();
+  t.teardown(() => hasher.close());
+  const first = hasher.acquire();
+  first.fill(7);
+  hasher.release(first);
+  t.equal(hasher.pooled, 1);
+  const again = hasher.acquire();
+  t.equal(again.buffer, first.buffer, 'the same memory, reused');
+  t.ok(again.equals(Buffer.alloc(CHUNK_SIZE)), 'zero-filled');
+  again.fill(9);
+  const hash = hasher.chunk(again);
+  hasher.release(again);
+  t.equal(hasher.pooled, 0, 'not pooled while the worker may read it');
+  t.not(hasher.acquire().buffer, again.buffer, 'a fresh buffer meanwhile');
+  t.equal(await hash, sha256(Buffer.alloc(CHUNK_SIZE, 9)));
+  await new Promise((r) => setImmediate(r));
+  t.equal(hasher.pooled, 1, 'pooled once its hash is in');
+  for (let i = 0; i < POOLED_CHUNKS + 4; i++) hasher.release(Buffer.from(new SharedArrayBuffer(CHUNK_SIZE)));
+  t.equal(hasher.pooled, POOLED_CHUNKS, 'the pool is bounded');
+  hasher.release(Buffer.alloc(CHUNK_SIZE));
+  t.equal(hasher.pooled, POOLED_CHUNKS, 'ordinary buffers are not pooled');
+});
+
+t.test('a closed hasher answers undefined and hashing falls back to the caller', async (t) => {
+  const hasher = new ChunkHasher();
+  await hasher.close();
+  t.equal(await hasher.chunk(Buffer.alloc(10)), undefined);
+  t.equal(await hasher.finish(hasher.openStream()), undefined);
+});
