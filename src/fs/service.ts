@@ -78,6 +78,11 @@ export interface WriteOptions extends ChangeOrigin {
   modified?: number | undefined;
 }
 
+/** One change of {@link FsService.writeMany}: a file's new content, or its deletion. */
+export type BatchItem =
+  | { path: string; pieces: readonly ContentPiece[]; opts?: WriteOptions | undefined }
+  | { path: string; delete: true };
+
 /** One chunk of content handed to {@link FsService.writeChunks}. */
 export interface ContentPiece {
   /**
@@ -335,26 +340,34 @@ export class FsService {
   }
 
   /**
-   * Write several files in ONE transaction (the FUSE mount's group commit of many closes), each as
-   * {@link writeChunks} would: one new version per item, in order (a path given twice gets two
-   * versions). An item that is refused (guards, a directory at its path, a file where a parent
-   * should be, a failed precondition) writes nothing and does not stop the others: its result is
-   * `rejected`. `batch.mark` stores a number under a name in the same transaction (read it back
-   * with {@link mark}): a caller's journal records which of its entries the store holds. Change
-   * events are emitted once the transaction is committed, one per file, in order.
+   * Write (or delete) several files in ONE transaction (the FUSE mount's group commit of many
+   * closes and unlinks), each as {@link writeChunks} (or {@link delete}) would: one new version per
+   * written item, in order (a path given twice gets two versions; a write after a delete of the
+   * same path starts a new history). An item that is refused (guards, a directory at its path, a
+   * file where a parent should be, a failed precondition, deleting what does not exist) changes
+   * nothing and does not stop the others: its result is `rejected`. `batch.mark` stores a number
+   * under a name in the same transaction (read it back with {@link mark}): a caller's journal
+   * records which of its entries the store holds. Change events are emitted once the transaction
+   * is committed, one per file, in order. A delete's result is undefined.
    */
   async writeMany(
-    items: readonly { path: string; pieces: readonly ContentPiece[]; opts?: WriteOptions | undefined }[],
+    items: readonly BatchItem[],
     batch: ChangeOrigin & { mark?: { name: string; value: number } | undefined } = {},
-  ): Promise<PromiseSettledResult<WriteResult>[]> {
+  ): Promise<PromiseSettledResult<WriteResult | undefined>[]> {
+    type Prepared = { p: string; etag: string; size: number; chunks: StoredPiece[]; opts: WriteOptions } | { p: string; delete: true } | { error: unknown };
     const settles: (() => void)[] = [];
-    const prepared: ({ p: string; etag: string; size: number; chunks: StoredPiece[]; opts: WriteOptions } | { error: unknown })[] = [];
+    const prepared: Prepared[] = [];
     for (const item of items) {
       try {
-        const opts = { ...item.opts, fromBackend: batch.fromBackend ?? item.opts?.fromBackend };
+        const opts = { ...('delete' in item ? {} : item.opts), fromBackend: batch.fromBackend };
         const p = normalizeFilePath(item.path);
-        settles.push(this.#check(opts, 'write', [p], false));
-        prepared.push({ p, ...hashPieces(item.pieces), opts });
+        if ('delete' in item) {
+          settles.push(this.#check(opts, 'delete', [p], false));
+          prepared.push({ p, delete: true });
+        } else {
+          settles.push(this.#check(opts, 'write', [p], false));
+          prepared.push({ p, ...hashPieces(item.pieces), opts });
+        }
       } catch (error) {
         prepared.push({ error });
       }
@@ -365,6 +378,13 @@ export class FsService {
         const out = prepared.map((item) => {
           if ('error' in item) return item;
           try {
+            if ('delete' in item) {
+              const rec = this.#entries.get(entryKey(item.p));
+              if (!rec) throw fileNotFound(item.p);
+              if (rec.kind === 'dir') throw isADirectory(item.p);
+              this.#removeFile(item.p, rec);
+              return { created: [], version: 0 };
+            }
             return this.#putVersion(item.p, item.etag, item.size, item.chunks, item.opts, now);
           } catch (error) {
             return { error };
@@ -374,9 +394,13 @@ export class FsService {
         return out;
       });
       const events: ChangeEvent[] = [];
-      const results = outcomes.map((o, i): PromiseSettledResult<WriteResult> => {
+      const results = outcomes.map((o, i): PromiseSettledResult<WriteResult | undefined> => {
         if ('error' in o) return { status: 'rejected', reason: o.error };
-        const item = prepared[i] as { p: string; etag: string; size: number };
+        const item = prepared[i] as Exclude<Prepared, { error: unknown }>;
+        if ('delete' in item) {
+          events.push({ type: 'delete', path: item.p, at: iso(now) });
+          return { status: 'fulfilled', value: undefined };
+        }
         events.push(...mkdirEvents(o.created, now), { type: 'write', path: item.p, etag: item.etag, version: o.version, at: iso(now) });
         return { status: 'fulfilled', value: { etag: item.etag, version: o.version, size: item.size, modified_at: new Date(now) } };
       });

@@ -92,3 +92,24 @@ t.test('guards are asked for every item and settled once the batch is committed'
   t.equal(settled, 1, 'the admitted item is settled');
   t.equal(fs.stat('/ro/b'), undefined);
 });
+
+t.test('deletes join the batch: in order with writes, refused when there is nothing to delete', async (t) => {
+  const fx = makeFs(t);
+  const { fs } = fx;
+  await fs.write('/a', b('a1'));
+  await fs.write('/a', b('a2'));
+  await fs.mkdir('/dir');
+  fx.take();
+  const results = await fs.writeMany([
+    { path: '/a', delete: true },
+    { path: '/a', pieces: [{ data: b('fresh') }] },
+    { path: '/missing', delete: true },
+    { path: '/dir', delete: true },
+  ]);
+  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'rejected']);
+  t.same(results[1]!.status === 'fulfilled' && results[1]!.value?.version, 1, 'a write after the delete starts a new history');
+  t.equal(fs.read('/a').content.toString(), 'fresh');
+  t.same(fs.listVersions('/a').map((v) => v.version), [1]);
+  t.ok(fs.isDirectory('/dir'), 'a directory is not deleted');
+  t.same(fx.take().map((e) => [e.type, e.path]), [['delete', '/a'], ['write', '/a']]);
+});

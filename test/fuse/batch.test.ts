@@ -120,6 +120,11 @@ async function rewrite(ops: FuseOperations, path: string, text: string): Promise
   await call(ops.release, path, fd);
 }
 
+/** The content of one version of a file, as text. */
+function fs0(s: { fs: FsService }, path: string, version: number): string {
+  return s.fs.content(s.fs.versionRecord(path, version)).toString();
+}
+
 async function readFile(ops: FuseOperations, path: string): Promise<string> {
   const [c, fd] = await call<number>(ops.open, path, 0);
   if (c !== 0) throw new Error(`open ${path}: ${c}`);
@@ -179,17 +184,23 @@ t.test('rewrites of a queued file get the next versions, in order', async (t) =>
   t.same(fs.listVersions('/v').map((v) => [v.version, fs.content(fs.versionRecord('/v', v.version)).toString()]), [[3, 'three'], [2, 'two'], [1, 'one']]);
 });
 
-t.test('unlink, rename, chmod and mkdir of a queued path wait for its batch (the barrier)', async (t) => {
-  const { store, fs, ops, backend } = await setup(t);
+t.test('rename, chmod and mkdir of a queued path wait for its batch (the barrier); unlink is queued behind it', async (t) => {
+  const { store, fs, ops, backend, seen } = await setup(t);
   store.hold();
   await writeFile(ops, '/gone', 'g');
   await writeFile(ops, '/moved', 'm');
   await writeFile(ops, '/mode', 'c');
   const unlinked = call(ops.unlink, '/gone');
-  t.notOk(await settlesSoon(unlinked), 'unlink waits for the batch');
-  store.release();
+  t.ok(await settlesSoon(unlinked), 'unlink answers before its commit');
   t.same(await unlinked, [0, undefined]);
+  t.equal((await call(ops.getattr, '/gone'))[0], -2, 'getattr: ENOENT at once');
+  t.notOk((await call<string[]>(ops.readdir, '/'))[1]!.includes('gone'), 'readdir leaves it out');
+  t.equal((await call(ops.open, '/gone', 0))[0], -2, 'open: ENOENT');
+  t.equal((await call(ops.unlink, '/gone'))[0], -2, 'unlink again: ENOENT');
+  store.release();
+  await backend.drain();
   t.equal(fs.stat('/gone'), undefined, 'the file is gone and stays gone');
+  t.same(seen.filter((e) => e.path === '/gone').map((e) => e.type), ['write', 'delete'], 'a write event then a delete event');
   store.hold();
   await rewrite(ops, '/moved', 'm2');
   const renamed = call(ops.rename, '/moved', '/there');
@@ -201,8 +212,24 @@ t.test('unlink, rename, chmod and mkdir of a queued path wait for its batch (the
   t.equal((await call(ops.chmod, '/mode', 0o600))[0], 0);
   t.equal(fs.stat('/mode')?.mode, 0o600);
   t.equal((await call(ops.mkdir, '/mode', 0o40755))[0], -17, 'mkdir over a file: EEXIST');
+});
+
+t.test('a file unlinked and created again while queued starts a new history', async (t) => {
+  const { store, fs, ops, backend } = await setup(t);
+  await writeFile(ops, '/re', 'old');
+  await rewrite(ops, '/re', 'older');
   await backend.drain();
-  t.equal(fs.stat('/gone'), undefined);
+  store.hold();
+  t.equal((await call(ops.unlink, '/re'))[0], 0);
+  await writeFile(ops, '/re', 'new');
+  const [, st] = await call<{ size: number }>(ops.getattr, '/re');
+  t.equal(st!.size, 3, 'the mount shows the new file');
+  t.equal(await readFile(ops, '/re'), 'new');
+  t.equal(fs.read('/re').content.toString(), 'older', 'other faces still see the old one');
+  store.release();
+  await backend.drain();
+  t.equal(fs.read('/re').content.toString(), 'new');
+  t.same(fs.listVersions('/re').map((v) => v.version), [1], 'the deletion dropped the old history, as a direct unlink does');
 });
 
 t.test('fsync and fsyncdir wait until the batch is committed and flushed', async (t) => {
@@ -250,11 +277,13 @@ t.test('after a crash the journal is replayed: closes answered but not committed
   a.store.hold(); // the next batch never commits: the daemon "dies" with it queued
   await rewrite(a.ops, '/kept', 'v2');
   await writeFile(a.ops, '/new.txt', 'new content');
-  t.equal(a.journal.lastSeq, 4, 'the queued closes are in the journal');
+  t.equal((await call(a.ops.unlink, '/early'))[0], 0, 'an unlink answered before the crash');
+  t.equal(a.journal.lastSeq, 5, 'the queued closes and the unlink are in the journal');
   const records = parseJournal(readFileSync(join(dir, JOURNAL_FILE)));
   t.same(records.map((r) => [r.seq, r.path, r.data.toString()]), [
-    [1, '/kept', 'v1'], [2, '/early', 'e'], [3, '/kept', 'v2'], [4, '/new.txt', 'new content'],
+    [1, '/kept', 'v1'], [2, '/early', 'e'], [3, '/kept', 'v2'], [4, '/new.txt', 'new content'], [5, '/early', ''],
   ]);
+  t.equal(records[4]!.delete, true);
   // A close cut short by the crash: a torn record at the end is ignored.
   appendFileSync(join(dir, JOURNAL_FILE), Buffer.from([0x53, 0x56, 0x4a, 0x31, 0, 0, 0, 9]));
   // Drop the process state: the store closes without the queued batch (as kill -9 would leave it).
@@ -269,12 +298,12 @@ t.test('after a crash the journal is replayed: closes answered but not committed
   t.same(b.fs.listVersions('/kept').map((v) => v.version), [2, 1], 'applied once: versions continue');
   t.equal(b.fs.read('/new.txt').content.toString(), 'new content', 'replayed: the new file');
   t.equal(b.fs.stat('/new.txt')?.mode, 0o640, 'with its attributes');
-  t.equal(b.fs.read('/early').content.toString(), 'e');
-  t.same(b.fs.listVersions('/early').map((v) => v.version), [1], 'a record applied before the crash is not applied again');
-  t.equal(b.fs.mark(JOURNAL_MARK), 4);
+  t.equal(b.fs.stat('/early'), undefined, 'replayed: the unlink');
+  t.same(b.fs.listVersions('/kept').map((v) => fs0(b, '/kept', v.version)), ['v2', 'v1'], 'a record applied before the crash is not applied again');
+  t.equal(b.fs.mark(JOURNAL_MARK), 5);
   t.equal(statSync(join(dir, JOURNAL_FILE)).size, 0, 'the journal is emptied after the replay');
   await writeFile(b.ops, '/after', 'a');
-  t.equal(b.journal.lastSeq, 5, 'sequence numbers continue');
+  t.equal(b.journal.lastSeq, 6, 'sequence numbers continue');
   await b.backend.drain();
-  t.equal(b.fs.mark(JOURNAL_MARK), 5);
+  t.equal(b.fs.mark(JOURNAL_MARK), 6);
 });

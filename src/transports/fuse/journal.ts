@@ -2,7 +2,7 @@
  * @module transports/fuse/journal
  * The in-process mount's journal of small-file closes answered before their commit.
  *
- * A close of a small file is answered once its record is appended here (one plain write(), no
+ * A close of a small file (or an unlink of a file) is answered once its record is appended here (one plain write(), no
  * fsync: the kernel holds it, so it survives a crash of the daemon as a local disk's close() does),
  * and many closes are then committed in ONE LMDB transaction (the local backend's group commit),
  * which also stores the sequence number of the last record it applied ({@link JOURNAL_MARK}). At
@@ -11,7 +11,8 @@
  * it has grown past {@link ROTATE_BYTES} and every record in it is applied.
  *
  * Record: magic (u32 BE), header length (u32), data length (u32), CRC-32 of header and data (u32),
- * header (JSON: seq, path, modified, attributes, symlink), data (the file's whole content). A torn
+ * header (JSON: seq, path, modified, attributes, symlink, delete), data (the file's whole content;
+ * empty for a delete). A torn
  * or corrupt tail (a write cut short) ends the replay there: such a close was never answered.
  */
 import { closeSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
@@ -30,10 +31,12 @@ export const ROTATE_BYTES = 8 * 1024 * 1024;
 const MAGIC = 0x53564a31; // "SVJ1"
 const FRAME = 16;
 
-/** One journaled write: a file's whole new content. */
+/** One journaled change: a file's whole new content, or its deletion. */
 export interface JournalRecord {
   seq: number;
   path: string;
+  /** An unlink (no content). */
+  delete?: boolean | undefined;
   /** Modification time to record, ms. */
   modified: number;
   attributes?: EntryAttributes | undefined;
@@ -70,7 +73,9 @@ export class FuseJournal {
     if (pending.length > 0) {
       last = pending.at(-1)!.seq;
       const results = await deps.fs.writeMany(
-        pending.map((r) => ({ path: r.path, pieces: [{ data: r.data }], opts: { attributes: r.attributes, modified: r.modified, symlink: r.symlink } })),
+        pending.map((r) => (r.delete
+          ? { path: r.path, delete: true as const }
+          : { path: r.path, pieces: [{ data: r.data }], opts: { attributes: r.attributes, modified: r.modified, symlink: r.symlink } })),
         { mark: { name: JOURNAL_MARK, value: last } },
       );
       results.forEach((r, i) => {
@@ -98,7 +103,7 @@ export class FuseJournal {
   append(rec: Omit<JournalRecord, 'seq'>): number {
     const seq = this.#seq + 1;
     const header = Buffer.from(JSON.stringify({
-      seq, path: rec.path, modified: rec.modified, attributes: rec.attributes, symlink: rec.symlink || undefined,
+      seq, path: rec.path, modified: rec.modified, attributes: rec.attributes, symlink: rec.symlink || undefined, delete: rec.delete || undefined,
     }));
     const out = Buffer.allocUnsafe(FRAME + header.length + rec.data.length);
     out.writeUInt32BE(MAGIC, 0);

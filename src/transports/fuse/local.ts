@@ -6,11 +6,11 @@
  * committed without waiting for the store's flush; fsync waits for it (see {@link NOT_DURABLE}).
  *
  * Group commit of small files: with a journal, a commit of a file of at most
- * {@link BATCH_MAX_BYTES} is answered once its record is appended to the journal, and every such
- * commit queued while the previous batch was committing goes into ONE transaction (which also
+ * {@link BATCH_MAX_BYTES}, or the removal of a file, is answered once its record is appended to
+ * the journal, and every such change queued while the previous batch was committing goes into ONE transaction (which also
  * records the journal position it applied). Until its batch is committed, a queued file is served
- * from memory here (stat, list, content: the overlay), with the version it will get; every other
- * change (remove, rename, mkdir, rmdir, attributes, a large commit) first waits for the queue to
+ * from memory here (stat, list, content: the overlay), with the version it will get (a queued
+ * removal: absent); every other change (rename, mkdir, rmdir, attributes, a large commit) first waits for the queue to
  * drain (the barrier), so changes reach the store in the order the mount made them, and sync()
  * waits for the queue and then the flush.
  */
@@ -31,13 +31,13 @@ export const BATCH_MAX_BYTES = 256 * 1024;
 /** Bytes of queued content beyond which a commit first waits for the batch under way (memory bound). */
 export const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
 
-/** A small file's commit answered from the journal, waiting for its batch. */
+/** A small file's commit (or a file's removal) answered from the journal, waiting for its batch. */
 interface Queued {
   seq: number;
   path: string;
   data: Buffer;
-  /** What stat() shows until the batch is committed (the version it will get). */
-  info: NodeInfo;
+  /** What stat() shows until the batch is committed (the version it will get); undefined: removed. */
+  info: NodeInfo | undefined;
   attributes: EntryAttributes | undefined;
   symlink: boolean;
   modified: number;
@@ -104,14 +104,17 @@ export class LocalBackend implements FuseBackend {
       if (rec) out.push([path.slice(prefix), nodeOf(rec)]);
     }
     for (const [path, q] of this.#queued) {
-      if (parentOf(path) === dir) out.push([path.slice(prefix), q.info]);
+      if (q.info && parentOf(path) === dir) out.push([path.slice(prefix), q.info]);
     }
     return out;
   }
 
   async content(path: string): Promise<StoredContent> {
     const queued = this.#queued.get(path);
-    if (queued) return queuedContent(queued);
+    if (queued) {
+      if (!queued.info) throw new NotFoundError(`File not found: ${path}`, { path });
+      return queuedContent(queued);
+    }
     return this.#stored(this.#fs.file(path));
   }
 
@@ -135,6 +138,15 @@ export class LocalBackend implements FuseBackend {
   }
 
   async remove(path: string): Promise<void> {
+    if (this.#journal) {
+      const info = await this.stat(path);
+      if (info && info.kind !== 'dir') {
+        this.#fs.checkChange('delete', path);
+        const seq = this.#journal.append({ path, modified: Date.now(), delete: true, data: Buffer.alloc(0) });
+        this.#push(this.#journal, { seq, path, data: Buffer.alloc(0), info: undefined, attributes: undefined, symlink: false, modified: 0 });
+        return;
+      }
+    }
     await this.drain();
     await this.#fs.delete(path, NOT_DURABLE);
   }
@@ -168,7 +180,7 @@ export class LocalBackend implements FuseBackend {
 
   async versionContent(path: string, version: number): Promise<StoredContent> {
     const queued = this.#queued.get(path);
-    if (queued?.info.version === version) return queuedContent(queued);
+    if (queued?.info && queued.info.version === version) return queuedContent(queued);
     return this.#stored(this.#fs.versionRecord(path, version));
   }
 
@@ -208,7 +220,7 @@ export class LocalBackend implements FuseBackend {
    * path holds a directory: the direct commit creates the parents or reports the error).
    */
   async #enqueue(journal: FuseJournal, path: string, piece: CommitPiece | undefined, opts: CommitOptions): Promise<CommitResult | undefined> {
-    const prev = this.#queued.get(path)?.info ?? (await this.stat(path));
+    const prev = await this.stat(path);
     if (prev?.kind === 'dir') return undefined;
     const parent = parentOf(path);
     if (parent !== '/' && (this.#queued.has(parent) || this.#fs.stat(parent)?.kind !== 'dir')) return undefined;
@@ -225,12 +237,16 @@ export class LocalBackend implements FuseBackend {
       mode: opts.attributes?.mode ?? own?.mode, uid: opts.attributes?.uid ?? own?.uid, gid: opts.attributes?.gid ?? own?.gid,
     };
     const seq = journal.append({ path, modified, attributes: opts.attributes, symlink: opts.symlink, data });
-    const queued: Queued = { seq, path, data, info, attributes: opts.attributes, symlink: opts.symlink ?? false, modified };
-    this.#queue.push(queued);
-    this.#queueBytes += data.length;
-    this.#queued.set(path, queued);
-    this.#running ??= this.#runBatches(journal).finally(() => { this.#running = undefined; });
+    this.#push(journal, { seq, path, data, info, attributes: opts.attributes, symlink: opts.symlink ?? false, modified });
     return { version, etag, size: data.length };
+  }
+
+  /** Queue a journaled change and start the batch loop if it is idle. */
+  #push(journal: FuseJournal, queued: Queued): void {
+    this.#queue.push(queued);
+    this.#queueBytes += queued.data.length;
+    this.#queued.set(queued.path, queued);
+    this.#running ??= this.#runBatches(journal).finally(() => { this.#running = undefined; });
   }
 
   /** Group commit: one transaction for everything queued while the previous one was committing. */
@@ -245,7 +261,9 @@ export class LocalBackend implements FuseBackend {
       let results: PromiseSettledResult<unknown>[];
       try {
         results = await this.#fs.writeMany(
-          batch.map((q) => ({ path: q.path, pieces: [{ data: q.data }], opts: { attributes: q.attributes, modified: q.modified, symlink: q.symlink || undefined } })),
+          batch.map((q) => (q.info
+            ? { path: q.path, pieces: [{ data: q.data, hash: q.info.etag }], opts: { attributes: q.attributes, modified: q.modified, symlink: q.symlink || undefined } }
+            : { path: q.path, delete: true as const })),
           { ...NOT_DURABLE, mark: { name: JOURNAL_MARK, value: batch.at(-1)!.seq } },
         );
       } catch (err) {
@@ -255,7 +273,7 @@ export class LocalBackend implements FuseBackend {
       }
       results.forEach((r, i) => {
         const q = batch[i]!;
-        if (r.status === 'rejected') this.#log?.error({ err: r.reason, path: q.path }, 'committing a closed file failed');
+        if (r.status === 'rejected') this.#log?.error({ err: r.reason, path: q.path }, q.info ? 'committing a closed file failed' : 'removing a file failed');
         if (this.#queued.get(q.path) === q) this.#queued.delete(q.path);
       });
     }
@@ -290,8 +308,8 @@ function queuedContent(q: Queued): StoredContent {
   };
   return {
     size: q.data.length,
-    version: q.info.version!,
-    etag: q.info.etag!,
+    version: q.info!.version!,
+    etag: q.info!.etag!,
     hash: () => undefined,
     loadSync: chunk,
     load: async (i) => chunk(i),
