@@ -251,10 +251,10 @@ export class LocalBackend implements FuseBackend {
 
   /** Group commit: one transaction for everything queued while the previous one was committing. */
   async #runBatches(journal: FuseJournal): Promise<void> {
-    // Let the closes already under way join the first batch.
-    await new Promise<void>((resolve) => setImmediate(resolve));
     let failed = false;
     while (this.#queue.length > 0) {
+      // Let the closes already under way join the batch.
+      await gather();
       const batch = this.#queue;
       this.#queue = [];
       this.#queueBytes = 0;
@@ -298,6 +298,15 @@ export class LocalBackend implements FuseBackend {
       },
     };
   }
+}
+
+/**
+ * One turn of the event loop, so that closes already under way join the batch. Waiting longer
+ * (2 and 5 ms were measured against this, through the kernel, 2,000 files, load 10-12) made the
+ * batches larger but the creates no faster: the close no longer waits for the commit anyway.
+ */
+function gather(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 /** The content of a queued commit, from memory (one chunk: queued files are small). */
