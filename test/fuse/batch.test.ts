@@ -15,7 +15,7 @@ import { FsService } from '../../src/fs/service.js';
 import { LmdbStore } from '../../src/store/lmdb/index.js';
 import type { MetadataStore, Table, TransactOptions } from '../../src/store/types.js';
 import { LocalBackend, BATCH_MAX_BYTES } from '../../src/transports/fuse/local.js';
-import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, parseJournal } from '../../src/transports/fuse/journal.js';
+import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, ROTATE_BYTES, parseJournal } from '../../src/transports/fuse/journal.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import type { FuseOperations } from '../../src/native/fuse.js';
 
@@ -306,4 +306,25 @@ t.test('after a crash the journal is replayed: closes answered but not committed
   t.equal(b.journal.lastSeq, 6, 'sequence numbers continue');
   await b.backend.drain();
   t.equal(b.fs.mark(JOURNAL_MARK), 6);
+});
+
+t.test('the journal is emptied once past its bound and applied, even while a writer keeps the queue busy', async (t) => {
+  const { fs, ops, backend, dir } = await setup(t);
+  const file = join(dir, JOURNAL_FILE);
+  const body = (i: number) => Buffer.alloc(BATCH_MAX_BYTES, i % 251);
+  const count = Math.ceil((3 * ROTATE_BYTES) / BATCH_MAX_BYTES);
+  let largest = 0;
+  let emptied = 0;
+  let last = 0;
+  for (let i = 0; i < count; i++) {
+    await writeFile(ops, `/big${i}`, body(i));
+    const size = statSync(file).size;
+    if (size < last) emptied++;
+    last = size;
+    largest = Math.max(largest, size);
+  }
+  t.ok(largest <= ROTATE_BYTES + 2 * (BATCH_MAX_BYTES + 1024), `the journal stayed bounded (${largest} bytes at most)`);
+  t.ok(emptied >= 2, `it was emptied along the way (${emptied} times)`);
+  await backend.drain();
+  for (let i = 0; i < count; i++) t.ok(fs.read(`/big${i}`).content.equals(body(i)), `big${i} committed`);
 });

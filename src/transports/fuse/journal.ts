@@ -7,8 +7,9 @@
  * and many closes are then committed in ONE LMDB transaction (the local backend's group commit),
  * which also stores the sequence number of the last record it applied ({@link JOURNAL_MARK}). At
  * start, before the mount and before serving, {@link FuseJournal.recover} replays the records
- * beyond that number in order, durably, and empties the file. The file is emptied again whenever
- * it has grown past {@link ROTATE_BYTES} and every record in it is applied.
+ * beyond that number in order, durably, and empties the file. The file is emptied again once it
+ * has grown past {@link ROTATE_BYTES} and every record in it is applied (the backend waits for
+ * that before appending more).
  *
  * Record: magic (u32 BE), header length (u32), data length (u32), CRC-32 of header and data (u32),
  * header (JSON: seq, path, modified, attributes, symlink, delete), data (the file's whole content;
@@ -69,7 +70,7 @@ export class FuseJournal {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
     const pending = records.filter((r) => r.seq > applied);
-    let last = Math.max(applied, ...records.map((r) => r.seq));
+    let last = records.reduce((max, r) => Math.max(max, r.seq), applied);
     if (pending.length > 0) {
       last = pending.at(-1)!.seq;
       const results = await deps.fs.writeMany(
@@ -120,9 +121,14 @@ export class FuseJournal {
     return seq;
   }
 
+  /** Whether the file has grown past {@link ROTATE_BYTES} (empty it once every record is applied). */
+  get full(): boolean {
+    return this.#bytes > ROTATE_BYTES;
+  }
+
   /** Every record appended is applied: empty the file if it has grown past {@link ROTATE_BYTES}. */
   applied(): void {
-    if (this.#bytes > ROTATE_BYTES) this.#truncate();
+    if (this.full) this.#truncate();
   }
 
   /** Every record appended is applied: empty the file and close it. */

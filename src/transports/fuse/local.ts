@@ -88,6 +88,11 @@ export class LocalBackend implements FuseBackend {
   }
 
   async stat(path: string): Promise<NodeInfo | undefined> {
+    return this.#statNow(path);
+  }
+
+  /** The entry at `path` as the mount sees it: a queued change, else the stored entry. */
+  #statNow(path: string): NodeInfo | undefined {
     const queued = this.#queued.get(path);
     if (queued) return queued.info;
     const rec = this.#fs.stat(path);
@@ -139,7 +144,8 @@ export class LocalBackend implements FuseBackend {
 
   async remove(path: string): Promise<void> {
     if (this.#journal) {
-      const info = await this.stat(path);
+      await this.#roomInJournal(this.#journal);
+      const info = this.#statNow(path);
       if (info && info.kind !== 'dir') {
         this.#fs.checkChange('delete', path);
         const seq = this.#journal.append({ path, modified: Date.now(), delete: true, data: Buffer.alloc(0) });
@@ -220,13 +226,15 @@ export class LocalBackend implements FuseBackend {
    * path holds a directory: the direct commit creates the parents or reports the error).
    */
   async #enqueue(journal: FuseJournal, path: string, piece: CommitPiece | undefined, opts: CommitOptions): Promise<CommitResult | undefined> {
-    const prev = await this.stat(path);
+    await this.#roomInJournal(journal);
+    // A copy: the caller's buffers may change once this returns.
+    const data = piece ? Buffer.from(piece.readSync?.() ?? await piece.read()) : Buffer.alloc(0);
+    // From here to the queueing nothing awaits: the version foreseen is the one the batch gives.
+    const prev = this.#statNow(path);
     if (prev?.kind === 'dir') return undefined;
     const parent = parentOf(path);
     if (parent !== '/' && (this.#queued.has(parent) || this.#fs.stat(parent)?.kind !== 'dir')) return undefined;
     this.#fs.checkChange('write', path);
-    // A copy: the caller's buffers may change once this returns.
-    const data = piece ? Buffer.from(piece.readSync?.() ?? await piece.read()) : Buffer.alloc(0);
     const modified = opts.modified ?? Date.now();
     const etag = createHash('sha256').update(data).digest('hex');
     // The attributes the stored entry will carry (as FsService keeps them: given, else the entry's own).
@@ -239,6 +247,20 @@ export class LocalBackend implements FuseBackend {
     const seq = journal.append({ path, modified, attributes: opts.attributes, symlink: opts.symlink, data });
     this.#push(journal, { seq, path, data, info, attributes: opts.attributes, symlink: opts.symlink ?? false, modified });
     return { version, etag, size: data.length };
+  }
+
+  /**
+   * A journal past its size bound is emptied once everything in it is committed: a writer that
+   * never lets the queue run dry (a long copy) waits for that here, once every few MiB.
+   */
+  async #roomInJournal(journal: FuseJournal): Promise<void> {
+    while (journal.full) {
+      if (!this.#running) {
+        journal.applied();
+        return;
+      }
+      await this.#running;
+    }
   }
 
   /** Queue a journaled change and start the batch loop if it is idle. */
