@@ -328,3 +328,19 @@ t.test('the journal is emptied once past its bound and applied, even while a wri
   await backend.drain();
   for (let i = 0; i < count; i++) t.ok(fs.read(`/big${i}`).content.equals(body(i)), `big${i} committed`);
 });
+
+t.test('the barrier waits for what was queued before it, not for closes queued after it', async (t) => {
+  const { store, fs, ops, backend } = await setup(t);
+  store.hold();
+  await writeFile(ops, '/a', 'a');
+  await new Promise((r) => setTimeout(r, 5)); // the batch holding /a is under way (held)
+  const drained = backend.drain();
+  await writeFile(ops, '/b', 'b');
+  t.notOk(await settlesSoon(drained), 'waits while /a is not committed');
+  store.release();
+  await drained;
+  t.equal(fs.read('/a').content.toString(), 'a', '/a is committed');
+  t.equal(fs.stat('/b'), undefined, '/b, queued after the barrier, was not waited for');
+  await backend.drain();
+  t.equal(fs.read('/b').content.toString(), 'b');
+});

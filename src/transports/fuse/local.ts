@@ -73,6 +73,11 @@ export class LocalBackend implements FuseBackend {
   #queueBytes = 0;
   /** The batch loop, while it runs. */
   #running: Promise<void> | undefined;
+  /** Journal sequence number of the last change queued, and of the last one whose batch has settled. */
+  #queuedSeq = 0;
+  #settledSeq = 0;
+  /** Called when a batch settles. */
+  #batchWaiters: (() => void)[] = [];
 
   /**
    * Without `journal` every commit is made directly (and answered once committed); with it, small
@@ -130,7 +135,7 @@ export class LocalBackend implements FuseBackend {
   /** Chunks are read when writeChunks needs them (once to hash, again only if new to the store): never all at once. */
   async commit(path: string, pieces: CommitPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
     if (this.#journal && pieces.length <= 1 && (pieces[0]?.size ?? 0) <= BATCH_MAX_BYTES) {
-      while (this.#queueBytes > QUEUE_MAX_BYTES && this.#running) await this.#running;
+      while (this.#queueBytes > QUEUE_MAX_BYTES) await this.#batchSettled();
       const queued = await this.#enqueue(this.#journal, path, pieces[0], opts);
       if (queued) return queued;
     }
@@ -210,9 +215,18 @@ export class LocalBackend implements FuseBackend {
     await this.drain();
   }
 
-  /** Resolves once every commit queued so far is committed (the barrier). */
+  /**
+   * Resolves once every change queued so far has been committed (the barrier). Changes queued
+   * meanwhile are not waited for, so a steady writer cannot hold it up.
+   */
   async drain(): Promise<void> {
-    while (this.#running) await this.#running;
+    const target = this.#queuedSeq;
+    while (this.#settledSeq < target) await this.#batchSettled();
+  }
+
+  /** Resolves when the batch under way (or the next one) settles. */
+  #batchSettled(): Promise<void> {
+    return new Promise((resolve) => this.#batchWaiters.push(resolve));
   }
 
   /** Commits queued and not yet committed. */
@@ -255,17 +269,18 @@ export class LocalBackend implements FuseBackend {
    */
   async #roomInJournal(journal: FuseJournal): Promise<void> {
     while (journal.full) {
-      if (!this.#running) {
+      if (this.#settledSeq === this.#queuedSeq) {
         journal.applied();
         return;
       }
-      await this.#running;
+      await this.drain();
     }
   }
 
   /** Queue a journaled change and start the batch loop if it is idle. */
   #push(journal: FuseJournal, queued: Queued): void {
     this.#queue.push(queued);
+    this.#queuedSeq = queued.seq;
     this.#queueBytes += queued.data.length;
     this.#queued.set(queued.path, queued);
     this.#running ??= this.#runBatches(journal).finally(() => { this.#running = undefined; });
@@ -298,6 +313,8 @@ export class LocalBackend implements FuseBackend {
         if (r.status === 'rejected') this.#log?.error({ err: r.reason, path: q.path }, q.info ? 'committing a closed file failed' : 'removing a file failed');
         if (this.#queued.get(q.path) === q) this.#queued.delete(q.path);
       });
+      this.#settledSeq = batch.at(-1)!.seq;
+      for (const wake of this.#batchWaiters.splice(0)) wake();
     }
     if (!failed) journal.applied();
   }
