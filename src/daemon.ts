@@ -33,6 +33,7 @@ import { Dispatcher } from './transports/rpc/dispatch.js';
 import { HttpFace } from './transports/rpc/http.js';
 import { FuseMount } from './transports/fuse/mount.js';
 import { LocalBackend as FuseLocalBackend } from './transports/fuse/local.js';
+import { FuseJournal } from './transports/fuse/journal.js';
 import { VERSION } from './version.js';
 
 export interface Services {
@@ -91,6 +92,7 @@ export class Daemon {
   #services: Services | undefined;
   #http: HttpFace | undefined;
   #fuse: FuseMount | undefined;
+  #fuseJournal: FuseJournal | undefined;
   #authenticator: Authenticator | undefined;
   #address: AddressInfo | undefined;
   #starting: Promise<AddressInfo> | undefined;
@@ -134,6 +136,8 @@ export class Daemon {
     this.#services = services;
     await services.fs.upgrade();
     await services.mounts.activateSaved();
+    // Closes the in-process mount answered but had not committed when the daemon stopped (kill -9).
+    this.#fuseJournal = await FuseJournal.recover({ dataDir: config.dataDir, fs: services.fs, log: log.child({ component: 'fuse' }) });
     await services.workspaces.sweepExpired();
     // An expired workspace is invisible at once; this releases what its snapshots pinned.
     this.#sweeper = setInterval(() => {
@@ -164,7 +168,9 @@ export class Daemon {
       // In-process mount: the FUSE face calls the services directly, after the HTTP face is up.
       this.#fuse = new FuseMount({
         dir: config.mount, log: log.child({ component: 'fuse' }),
-        backend: new FuseLocalBackend({ fs: services.fs, events: services.events, dataDir: config.dataDir }),
+        backend: new FuseLocalBackend({
+          fs: services.fs, events: services.events, dataDir: config.dataDir, journal: this.#fuseJournal, log: log.child({ component: 'fuse' }),
+        }),
       });
       await this.#fuse.start();
     }
@@ -184,6 +190,7 @@ export class Daemon {
     await this.#http?.close();
     await this.#authenticator?.close();
     await this.#fuse?.stop();
+    this.#fuseJournal?.close();
     await this.#services?.mounts.close();
     await this.#services?.fs.close();
     await this.#services?.store.close();

@@ -81,6 +81,11 @@ export interface WriteOptions extends ChangeOrigin {
   modified?: number | undefined;
 }
 
+/** One change of {@link FsService.writeMany}: a file's new content, or its deletion. */
+export type BatchItem =
+  | { path: string; pieces: readonly ContentPiece[]; opts?: WriteChunksOptions | undefined }
+  | { path: string; delete: true };
+
 /** One chunk of content handed to {@link FsService.writeChunks}. */
 export interface ContentPiece {
   /**
@@ -337,81 +342,132 @@ export class FsService {
     const p = normalizeFilePath(path);
     const settle = this.#check(opts, 'write', [p], false);
     try {
-      if (opts.etag !== undefined && pieces.length > 0 && pieces.every((c) => c.hash !== undefined && c.size !== undefined)) {
-        let size = 0;
-        for (const [i, piece] of pieces.entries()) {
-          const n = piece.size!;
-          if (n > CHUNK_SIZE || (n < CHUNK_SIZE && i < pieces.length - 1)) {
-            throw new Error(`writeChunks: piece ${i} of ${pieces.length} has ${n} bytes (chunks are ${CHUNK_SIZE})`);
-          }
-          size += n;
-        }
-        return await this.#commitVersion(p, opts.etag, size, pieces.map((c) => ({ hash: c.hash!, data: c.data })), opts);
-      }
-      const whole = createHash('sha256');
-      const chunks: { hash: string; data: Uint8Array | (() => Uint8Array) }[] = [];
-      let size = 0;
-      for (const [i, piece] of pieces.entries()) {
-        const data = typeof piece.data === 'function' ? piece.data() : piece.data;
-        const n = data.byteLength;
-        if (n > CHUNK_SIZE || (n < CHUNK_SIZE && i < pieces.length - 1)) {
-          throw new Error(`writeChunks: piece ${i} of ${pieces.length} has ${n} bytes (chunks are ${CHUNK_SIZE})`);
-        }
-        whole.update(data);
-        size += n;
-        // A loaded piece is not kept: it is loaded again inside the commit if the store lacks it.
-        chunks.push({ hash: piece.hash ?? sha256(data), data: piece.data });
-      }
-      const etag = whole.digest('hex');
-      // An empty file is one empty chunk, as write() stores it.
-      if (chunks.length === 0) chunks.push({ hash: etag, data: new Uint8Array(0) });
+      const { etag, size, chunks } = hashPieces(pieces, opts.etag);
       return await this.#commitVersion(p, etag, size, chunks, opts);
     } finally {
       settle();
     }
   }
 
-  /** Store one new version of `p` made of `pieces` (checks first, then writes: see the module note). */
-  async #commitVersion(
-    p: string, etag: string, size: number, pieces: { hash: string; data: Uint8Array | (() => Uint8Array) }[], opts: WriteOptions,
-  ): Promise<WriteResult> {
-    const now = Date.now();
-    const result = await this.#transact(opts, () => {
-      const existing = this.#entries.get(entryKey(p));
-      if (existing?.kind === 'dir') throw isADirectory(p);
-      const missingParents = this.#checkParents(p, true);
-      if (!opts.force) {
-        // spec §4.3: if_none_match is create-only; if_match is optimistic concurrency.
-        if (opts.ifNoneMatch && existing) throw new ExistsError(`File already exists: ${p}`, { path: p });
-        if (opts.ifMatch !== undefined) {
-          const current = existing?.etag;
-          if (current !== opts.ifMatch) {
-            throw new ConflictError(
-              current === undefined ? `Conflict: ${p} does not exist` : `Conflict: etag mismatch for ${p}`,
-              { path: p, expected_etag: opts.ifMatch, current_etag: current ?? null },
-            );
-          }
+  /**
+   * Write (or delete) several files in ONE transaction (the FUSE mount's group commit of many
+   * closes and unlinks), each as {@link writeChunks} (or {@link delete}) would: one new version per
+   * written item, in order (a path given twice gets two versions; a write after a delete of the
+   * same path starts a new history). An item that is refused (guards, a directory at its path, a
+   * file where a parent should be, a failed precondition, deleting what does not exist) changes
+   * nothing and does not stop the others: its result is `rejected`. `batch.mark` stores a number
+   * under a name in the same transaction (read it back with {@link mark}): a caller's journal
+   * records which of its entries the store holds. Change events are emitted once the transaction
+   * is committed, one per file, in order. A delete's result is undefined.
+   */
+  async writeMany(
+    items: readonly BatchItem[],
+    batch: ChangeOrigin & { mark?: { name: string; value: number } | undefined } = {},
+  ): Promise<PromiseSettledResult<WriteResult | undefined>[]> {
+    type Prepared = { p: string; etag: string; size: number; chunks: StoredPiece[]; opts: WriteOptions } | { p: string; delete: true } | { error: unknown };
+    const settles: (() => void)[] = [];
+    const prepared: Prepared[] = [];
+    for (const item of items) {
+      try {
+        const opts = { ...('delete' in item ? {} : item.opts), fromBackend: batch.fromBackend };
+        const p = normalizeFilePath(item.path);
+        if ('delete' in item) {
+          settles.push(this.#check(opts, 'delete', [p], false));
+          prepared.push({ p, delete: true });
+        } else {
+          settles.push(this.#check(opts, 'write', [p], false));
+          prepared.push({ p, ...hashPieces(item.pieces, item.opts?.etag), opts });
         }
+      } catch (error) {
+        prepared.push({ error });
       }
-      this.#createDirs(missingParents, now);
-      const version = (existing?.version ?? 0) + 1;
-      for (const piece of pieces) this.#ref(piece.hash, piece.data);
-      const contentType = contentTypeOf(p);
-      const chunks = pieces.map((c) => c.hash);
-      // The version being replaced joins the history; the new one lives in the entry.
-      if (existing) this.#versions.put(versionKey(p, existing.version), currentVersion(existing));
-      const modified = opts.modified ?? now;
-      this.#entries.put(entryKey(p), {
-        kind: 'file', version, etag, size, chunks, contentType,
-        created: existing?.created ?? now, modified,
-        ...(modified === now ? {} : { versionAt: now }),
-        ...keptAttributes(existing, opts.attributes),
-        ...(opts.symlink ? { symlink: true } : {}),
+    }
+    try {
+      const now = Date.now();
+      const outcomes = await this.#transact(batch, () => {
+        const out = prepared.map((item) => {
+          if ('error' in item) return item;
+          try {
+            if ('delete' in item) {
+              const rec = this.#entries.get(entryKey(item.p));
+              if (!rec) throw fileNotFound(item.p);
+              if (rec.kind === 'dir') throw isADirectory(item.p);
+              this.#removeFile(item.p, rec);
+              return { created: [], version: 0 };
+            }
+            return this.#putVersion(item.p, item.etag, item.size, item.chunks, item.opts, now);
+          } catch (error) {
+            return { error };
+          }
+        });
+        if (batch.mark) this.#meta.put(markKey(batch.mark.name), batch.mark.value);
+        return out;
       });
-      return { created: missingParents, version };
-    });
+      const events: ChangeEvent[] = [];
+      const results = outcomes.map((o, i): PromiseSettledResult<WriteResult | undefined> => {
+        if ('error' in o) return { status: 'rejected', reason: o.error };
+        const item = prepared[i] as Exclude<Prepared, { error: unknown }>;
+        if ('delete' in item) {
+          events.push({ type: 'delete', path: item.p, at: iso(now) });
+          return { status: 'fulfilled', value: undefined };
+        }
+        events.push(...mkdirEvents(o.created, now), { type: 'write', path: item.p, etag: item.etag, version: o.version, at: iso(now) });
+        return { status: 'fulfilled', value: { etag: item.etag, version: o.version, size: item.size, modified_at: new Date(now) } };
+      });
+      await this.#commit(events);
+      return results;
+    } finally {
+      for (const settle of settles) settle();
+    }
+  }
+
+  /** The number last stored under `name` by {@link writeMany}'s `mark` (undefined: never). */
+  mark(name: string): number | undefined {
+    return this.#meta.get(markKey(name));
+  }
+
+  /** Store one new version of `p` made of `pieces` (checks first, then writes: see the module note). */
+  async #commitVersion(p: string, etag: string, size: number, pieces: StoredPiece[], opts: WriteOptions): Promise<WriteResult> {
+    const now = Date.now();
+    const result = await this.#transact(opts, () => this.#putVersion(p, etag, size, pieces, opts, now));
     await this.#commit([...mkdirEvents(result.created, now), { type: 'write', path: p, etag, version: result.version, at: iso(now) }]);
     return { etag, version: result.version, size, modified_at: new Date(now) };
+  }
+
+  /** Inside a transaction: check, then write one new version of `p` (throws before writing anything). */
+  #putVersion(p: string, etag: string, size: number, pieces: StoredPiece[], opts: WriteOptions, now: number): { created: string[]; version: number } {
+    const existing = this.#entries.get(entryKey(p));
+    if (existing?.kind === 'dir') throw isADirectory(p);
+    const missingParents = this.#checkParents(p, true);
+    if (!opts.force) {
+      // spec §4.3: if_none_match is create-only; if_match is optimistic concurrency.
+      if (opts.ifNoneMatch && existing) throw new ExistsError(`File already exists: ${p}`, { path: p });
+      if (opts.ifMatch !== undefined) {
+        const current = existing?.etag;
+        if (current !== opts.ifMatch) {
+          throw new ConflictError(
+            current === undefined ? `Conflict: ${p} does not exist` : `Conflict: etag mismatch for ${p}`,
+            { path: p, expected_etag: opts.ifMatch, current_etag: current ?? null },
+          );
+        }
+      }
+    }
+    this.#createDirs(missingParents, now);
+    const version = (existing?.version ?? 0) + 1;
+    for (const piece of pieces) this.#ref(piece.hash, piece.data);
+    const contentType = contentTypeOf(p);
+    const chunks = pieces.map((c) => c.hash);
+    // The version being replaced joins the history; the new one lives in the entry.
+    if (existing) this.#versions.put(versionKey(p, existing.version), currentVersion(existing));
+    const modified = opts.modified ?? now;
+    this.#entries.put(entryKey(p), {
+      kind: 'file', version, etag, size, chunks, contentType,
+      created: existing?.created ?? now, modified,
+      ...(modified === now ? {} : { versionAt: now }),
+      ...keptAttributes(existing, opts.attributes),
+      ...(opts.symlink ? { symlink: true } : {}),
+    });
+    return { created: missingParents, version };
   }
 
   /** Resolves once every change committed so far (durable or not) is flushed to stable storage. */
@@ -1050,6 +1106,51 @@ function first<T>(it: Iterable<T>): T | undefined {
 
 function byPath(a: { path: string }, b: { path: string }): number {
   return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+}
+
+/** A chunk about to be stored: its hash, and its bytes (or how to load them again). */
+type StoredPiece = { hash: string; data: Uint8Array | (() => Uint8Array) };
+
+/** Where {@link FsService.writeMany} keeps a caller's mark. */
+function markKey(name: string): string {
+  return `mark:${name}`;
+}
+
+/** Hash the pieces of a {@link FsService.writeChunks} content (each loaded once, not kept). */
+/**
+ * The etag, size and chunk hashes of content given as pieces. With `knownEtag`, and every piece's
+ * hash and size known, nothing is loaded (FUSE hashes chunks while they are written).
+ */
+function hashPieces(pieces: readonly ContentPiece[], knownEtag?: string): { etag: string; size: number; chunks: StoredPiece[] } {
+  const check = (i: number, n: number) => {
+    if (n > CHUNK_SIZE || (n < CHUNK_SIZE && i < pieces.length - 1)) {
+      throw new Error(`writeChunks: piece ${i} of ${pieces.length} has ${n} bytes (chunks are ${CHUNK_SIZE})`);
+    }
+  };
+  if (knownEtag !== undefined && pieces.length > 0 && pieces.every((c) => c.hash !== undefined && c.size !== undefined)) {
+    let size = 0;
+    for (const [i, piece] of pieces.entries()) {
+      check(i, piece.size!);
+      size += piece.size!;
+    }
+    return { etag: knownEtag, size, chunks: pieces.map((c) => ({ hash: c.hash!, data: c.data })) };
+  }
+  const whole = createHash('sha256');
+  const chunks: StoredPiece[] = [];
+  let size = 0;
+  for (const [i, piece] of pieces.entries()) {
+    const data = typeof piece.data === 'function' ? piece.data() : piece.data;
+    const n = data.byteLength;
+    check(i, n);
+    whole.update(data);
+    size += n;
+    // A loaded piece is not kept: it is loaded again inside the commit if the store lacks it.
+    chunks.push({ hash: piece.hash ?? sha256(data), data: piece.data });
+  }
+  const etag = whole.digest('hex');
+  // An empty file is one empty chunk, as write() stores it.
+  if (chunks.length === 0) chunks.push({ hash: etag, data: new Uint8Array(0) });
+  return { etag, size, chunks };
 }
 
 function splitChunks(content: Uint8Array, etag: string): { hash: string; data: Uint8Array }[] {

@@ -37,6 +37,8 @@ t.test('the mount and RPC see one file tree', { skip }, async (t) => {
 
   t.test('a file written in the mount is read by RPC with the same etag and one version per close', async (t) => {
     await shOk(`echo one > '${m}/doc.md' && echo two > '${m}/doc.md' && printf three >> '${m}/doc.md'`);
+    // A small file's close is answered once journaled; RPC sees it once its batch is committed (milliseconds).
+    t.ok(await eventually(async () => (await d.rpc('get_metadata', { path: '/doc.md' })).version === 3, 3000, 10), 'committed');
     const meta = await d.rpc('get_metadata', { path: '/doc.md' });
     t.equal(meta.etag, sha256('two\nthree'), 'etag = SHA-256 of the content');
     t.equal(meta.version, 3, 'three closes, three versions');

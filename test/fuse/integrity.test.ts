@@ -189,6 +189,10 @@ t.test(`random operations on the mount match a plain directory (seed ${SEED}, ${
     }
   }
   for (const h of handles) await Promise.all([h.mount.close(), h.plain.close()]);
+  // fsync of the directory: the mount's last closes (answered once journaled) are committed and flushed.
+  const dirHandle = await open(dirs.mount, 'r');
+  await dirHandle.sync();
+  await dirHandle.close();
   if (failures === 0) t.pass(`${STEPS} steps: mount and plain directory agreed after every step`);
 
   // Every handle is closed: what the store holds is what the plain directory holds.

@@ -47,6 +47,9 @@ t.test('mount lifecycle', { skip }, async (t) => {
     // Closed (not fsynced) just before the kill: the mount answers once a change is committed,
     // not once flushed, and a committed change must survive the daemon's death.
     await shOk(`cd '${mnt}/d' && for i in $(seq 1 150); do echo "file $i" > f$i; done && rm f7 && mv f8 g8 && mkdir e && chmod 600 f9`);
+    // A burst of closes with nothing after them: answered once journaled, committed in batches;
+    // whatever the kill catches before its batch is committed is replayed from the journal.
+    await shOk(`mkdir '${mnt}/burst' && cd '${mnt}/burst' && for i in $(seq 1 400); do echo "burst $i" > b$i; done && echo one > v && echo two > v && echo three > v`);
     await daemon.kill9();
     t.ok(isMounted(mnt), 'the dead daemon left its mount');
     t.match((await sh(`ls '${mnt}'`)).stderr, /Transport endpoint is not connected/, 'and it is stale');
@@ -60,6 +63,11 @@ t.test('mount lifecycle', { skip }, async (t) => {
     t.equal(await shOk(`cat '${mnt}/d/f150'`), 'file 150\n', 'the last file closed before the kill');
     t.equal(await shOk(`cat '${mnt}/d/g8'`), 'file 8\n');
     t.equal((await shOk(`stat -c %a '${mnt}/d/f9'`)).trim(), '600', 'and the chmod');
+    const burst = (await shOk(`ls '${mnt}/burst'`)).split('\n').filter(Boolean).sort();
+    t.same(burst, [...Array.from({ length: 400 }, (_, i) => `b${i + 1}`), 'v'].sort(), 'every file of the burst closed before the kill is there');
+    t.equal(await shOk(`cat '${mnt}/burst/b1' '${mnt}/burst/b400'`), 'burst 1\nburst 400\n', 'with its content');
+    t.equal(await shOk(`cat '${mnt}/burst/v'`), 'three\n', 'the last of three closes of one file wins');
+    t.equal((await shOk(`ls '${mnt}/.versions/burst/v'`)).split('\n').filter(Boolean).length, 3, 'and each close made one version');
     t.match(daemon.output(), /clearing a stale mount/, 'said what it did');
   });
 

@@ -26,7 +26,12 @@ import { isVersionsPath, listVersionsDir, resolveVersionsPath, VERSIONS_DIR, typ
 /** An errno decided here rather than by the service. */
 export class PosixError extends Error {
   constructor(readonly code: string, message: string = code) {
+    // No stack: an errno answer is not a failure (every lookup of a name about to be created is
+    // an ENOENT), and capturing one costs more than the rest of the lookup.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.name = 'PosixError';
   }
 }

@@ -1,0 +1,346 @@
+/**
+ * @module test/fuse/batch
+ * Group commit of small-file closes in the in-process mount, in process (no kernel): a close is
+ * answered once journaled, before its commit; the mount's own view (getattr, readdir, open, read)
+ * shows the file at once; other changes wait for the batch (the barrier); fsync waits for the
+ * batch and the flush; many closes share one transaction; the journal is replayed after a crash.
+ */
+import t, { type Test } from 'tap';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { EventBus, type ChangeEvent } from '../../src/core/events.js';
+import { FsService } from '../../src/fs/service.js';
+import { LmdbStore } from '../../src/store/lmdb/index.js';
+import type { MetadataStore, Table, TransactOptions } from '../../src/store/types.js';
+import { LocalBackend, BATCH_MAX_BYTES } from '../../src/transports/fuse/local.js';
+import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, ROTATE_BYTES, parseJournal } from '../../src/transports/fuse/journal.js';
+import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
+import type { FuseOperations } from '../../src/native/fuse.js';
+
+const log = pino({ level: 'silent' });
+
+/** An LMDB store whose transactions (and flushes) can be held back, counting them. */
+class HeldStore implements MetadataStore {
+  readonly transactions: boolean[] = [];
+  flushCalls = 0;
+  #gate: Promise<void> = Promise.resolve();
+  #open: () => void = () => undefined;
+  constructor(readonly inner: LmdbStore) {}
+  /** Transactions and flushes started from now on wait until {@link release}. */
+  hold(): void {
+    this.#gate = new Promise((resolve) => (this.#open = resolve));
+  }
+  release(): void {
+    this.#open();
+  }
+  table<V>(name: string): Table<V> {
+    return this.inner.table<V>(name);
+  }
+  async transact<T>(fn: () => T, options?: TransactOptions): Promise<T> {
+    this.transactions.push(options?.durable !== false);
+    await this.#gate;
+    return this.inner.transact(fn, options);
+  }
+  async flushed(): Promise<void> {
+    this.flushCalls++;
+    await this.#gate;
+    await this.inner.flushed();
+  }
+  describe() {
+    return this.inner.describe();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+async function open(dir: string) {
+  const lmdb = new LmdbStore(dir);
+  const store = new HeldStore(lmdb);
+  const events = new EventBus();
+  const seen: ChangeEvent[] = [];
+  events.subscribe((e) => seen.push(e));
+  const fs = new FsService({ store, blobs: lmdb.blobs, events });
+  await fs.upgrade();
+  const journal = await FuseJournal.recover({ dataDir: dir, fs, log });
+  const backend = new LocalBackend({ fs, events, dataDir: dir, journal, log });
+  const fuse = new FuseFileSystem({ backend, log, uid: process.getuid!(), gid: process.getgid!() });
+  return { dir, lmdb, store, events, seen, fs, journal, backend, fuse, ops: fuse.operations() };
+}
+
+async function setup(t: Test) {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-batch-'));
+  const s = await open(dir);
+  t.teardown(async () => {
+    s.store.release();
+    await s.fuse.close();
+    await s.backend.close();
+    s.journal.close();
+    await s.lmdb.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return s;
+}
+
+/** Call a fuse-native style operation; resolves with [code, value]. */
+function call<V = unknown>(op: (...args: never[]) => void, ...args: unknown[]): Promise<[number, V | undefined]> {
+  return new Promise((resolve) => (op as (...a: unknown[]) => void)(...args, (code: number, value?: V) => resolve([code, value])));
+}
+
+/** Whether `p` settles within a few turns of the event loop. */
+async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void p.then(() => (done = true), () => (done = true));
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  return done;
+}
+
+/** create, write, flush, release: as `echo text > path`. */
+async function writeFile(ops: FuseOperations, path: string, data: string | Buffer): Promise<void> {
+  const [c, fd] = await call<number>(ops.create, path, 0o100640);
+  if (c !== 0) throw new Error(`create ${path}: ${c}`);
+  const buf = Buffer.from(data);
+  const [w] = await call(ops.write, path, fd, buf, buf.length, 0);
+  if (w < 0) throw new Error(`write ${path}: ${w}`);
+  const [f] = await call(ops.flush, path, fd);
+  const [r] = await call(ops.release, path, fd);
+  if (f !== 0 || r !== 0) throw new Error(`close ${path}: ${f} ${r}`);
+}
+
+/** open, truncate, write, flush, release: as `echo text > path` over an existing file. */
+async function rewrite(ops: FuseOperations, path: string, text: string): Promise<void> {
+  const [c, fd] = await call<number>(ops.open, path, 1);
+  if (c !== 0) throw new Error(`open ${path}: ${c}`);
+  await call(ops.ftruncate, path, fd, 0);
+  const buf = Buffer.from(text);
+  await call(ops.write, path, fd, buf, buf.length, 0);
+  await call(ops.flush, path, fd);
+  await call(ops.release, path, fd);
+}
+
+/** The content of one version of a file, as text. */
+function fs0(s: { fs: FsService }, path: string, version: number): string {
+  return s.fs.content(s.fs.versionRecord(path, version)).toString();
+}
+
+async function readFile(ops: FuseOperations, path: string): Promise<string> {
+  const [c, fd] = await call<number>(ops.open, path, 0);
+  if (c !== 0) throw new Error(`open ${path}: ${c}`);
+  const buf = Buffer.alloc(4096);
+  const [n] = await call<number>(ops.read, path, fd, buf, buf.length, 0);
+  await call(ops.release, path, fd);
+  return buf.subarray(0, n).toString();
+}
+
+t.test('a close is answered before its commit, and the mount shows the file at once', async (t) => {
+  const { store, fs, ops, seen, backend } = await setup(t);
+  await call(ops.mkdir, '/d', 0o40755);
+  store.hold();
+  const closed = writeFile(ops, '/d/a.txt', 'hello');
+  t.ok(await settlesSoon(closed), 'create, write, flush and release answer while the store is held');
+  await closed;
+  t.equal(fs.stat('/d/a.txt'), undefined, 'not committed yet: other faces do not see it');
+  t.equal(backend.queued, 1, 'queued');
+  const [c, st] = await call<{ size: number; mode: number }>(ops.getattr, '/d/a.txt');
+  t.equal(c, 0, 'getattr finds it');
+  t.equal(st!.size, 5);
+  t.equal(st!.mode & 0o7777, 0o640, 'with the mode it was created with');
+  const [, names] = await call<string[]>(ops.readdir, '/d');
+  t.same(names, ['.', '..', 'a.txt'], 'readdir lists it');
+  t.equal(await readFile(ops, '/d/a.txt'), 'hello', 'open and read show the content');
+  t.equal((await call(ops.create, '/d/a.txt', 0o100644))[0], -17, 'create again: EEXIST');
+  store.release();
+  await backend.drain();
+  t.equal(fs.read('/d/a.txt').content.toString(), 'hello', 'committed');
+  t.equal(fs.stat('/d/a.txt')?.mode, 0o640);
+  t.same(seen.filter((e) => e.path === '/d/a.txt').map((e) => [e.type, e.version]), [['write', 1]], 'one change event, once committed');
+});
+
+t.test('closes queued while a batch commits share the next transaction', async (t) => {
+  const { store, fs, ops, backend } = await setup(t);
+  await writeFile(ops, '/first', 'x');
+  store.hold();
+  const before = store.transactions.length;
+  for (let i = 0; i < 50; i++) await writeFile(ops, `/f${i}`, `file ${i}`);
+  t.ok(store.transactions.length - before <= 1, 'at most the batch under way was started while held');
+  store.release();
+  await backend.drain();
+  t.ok(store.transactions.length - before <= 2, `50 closes, ${store.transactions.length - before} transactions`);
+  t.same(store.transactions.slice(before), store.transactions.slice(before).map(() => false), 'committed without waiting for the flush');
+  for (let i = 0; i < 50; i++) t.equal(fs.read(`/f${i}`).content.toString(), `file ${i}`);
+  t.equal(fs.mark(JOURNAL_MARK), 51, 'the last batch recorded the journal position it applied');
+});
+
+t.test('rewrites of a queued file get the next versions, in order', async (t) => {
+  const { store, fs, ops, backend } = await setup(t);
+  store.hold();
+  await writeFile(ops, '/v', 'one');
+  for (const text of ['two', 'three']) await rewrite(ops, '/v', text);
+  t.equal(await readFile(ops, '/v'), 'three', 'the mount reads the last close');
+  store.release();
+  await backend.drain();
+  t.same(fs.listVersions('/v').map((v) => [v.version, fs.content(fs.versionRecord('/v', v.version)).toString()]), [[3, 'three'], [2, 'two'], [1, 'one']]);
+});
+
+t.test('rename, chmod and mkdir of a queued path wait for its batch (the barrier); unlink is queued behind it', async (t) => {
+  const { store, fs, ops, backend, seen } = await setup(t);
+  store.hold();
+  await writeFile(ops, '/gone', 'g');
+  await writeFile(ops, '/moved', 'm');
+  await writeFile(ops, '/mode', 'c');
+  const unlinked = call(ops.unlink, '/gone');
+  t.ok(await settlesSoon(unlinked), 'unlink answers before its commit');
+  t.same(await unlinked, [0, undefined]);
+  t.equal((await call(ops.getattr, '/gone'))[0], -2, 'getattr: ENOENT at once');
+  t.notOk((await call<string[]>(ops.readdir, '/'))[1]!.includes('gone'), 'readdir leaves it out');
+  t.equal((await call(ops.open, '/gone', 0))[0], -2, 'open: ENOENT');
+  t.equal((await call(ops.unlink, '/gone'))[0], -2, 'unlink again: ENOENT');
+  store.release();
+  await backend.drain();
+  t.equal(fs.stat('/gone'), undefined, 'the file is gone and stays gone');
+  t.same(seen.filter((e) => e.path === '/gone').map((e) => e.type), ['write', 'delete'], 'a write event then a delete event');
+  store.hold();
+  await rewrite(ops, '/moved', 'm2');
+  const renamed = call(ops.rename, '/moved', '/there');
+  t.notOk(await settlesSoon(renamed), 'rename waits for the batch');
+  store.release();
+  t.same(await renamed, [0, undefined]);
+  t.equal(fs.read('/there').content.toString(), 'm2', 'the renamed file has the queued content');
+  t.same(fs.listVersions('/there').map((v) => v.version), [2, 1], 'and its history');
+  t.equal((await call(ops.chmod, '/mode', 0o600))[0], 0);
+  t.equal(fs.stat('/mode')?.mode, 0o600);
+  t.equal((await call(ops.mkdir, '/mode', 0o40755))[0], -17, 'mkdir over a file: EEXIST');
+});
+
+t.test('a file unlinked and created again while queued starts a new history', async (t) => {
+  const { store, fs, ops, backend } = await setup(t);
+  await writeFile(ops, '/re', 'old');
+  await rewrite(ops, '/re', 'older');
+  await backend.drain();
+  store.hold();
+  t.equal((await call(ops.unlink, '/re'))[0], 0);
+  await writeFile(ops, '/re', 'new');
+  const [, st] = await call<{ size: number }>(ops.getattr, '/re');
+  t.equal(st!.size, 3, 'the mount shows the new file');
+  t.equal(await readFile(ops, '/re'), 'new');
+  t.equal(fs.read('/re').content.toString(), 'older', 'other faces still see the old one');
+  store.release();
+  await backend.drain();
+  t.equal(fs.read('/re').content.toString(), 'new');
+  t.same(fs.listVersions('/re').map((v) => v.version), [1], 'the deletion dropped the old history, as a direct unlink does');
+});
+
+t.test('fsync and fsyncdir wait until the batch is committed and flushed', async (t) => {
+  const { store, fs, ops } = await setup(t);
+  store.hold();
+  const [, fd] = await call<number>(ops.create, '/s', 0o100644);
+  const buf = Buffer.from('synced');
+  await call(ops.write, '/s', fd, buf, buf.length, 0);
+  const synced = call(ops.fsync, '/s', 0, fd);
+  t.notOk(await settlesSoon(synced), 'fsync waits');
+  await writeFile(ops, '/t', 'dir synced');
+  const dirSynced = call(ops.fsyncdir, '/', 0, 0);
+  t.notOk(await settlesSoon(dirSynced), 'fsyncdir waits');
+  store.release();
+  t.same(await synced, [0, undefined]);
+  t.same(await dirSynced, [0, undefined]);
+  t.ok(store.flushCalls >= 2, 'both asked for the flush');
+  t.equal(fs.read('/s').content.toString(), 'synced');
+  t.equal(fs.read('/t').content.toString(), 'dir synced');
+  await call(ops.release, '/s', fd);
+});
+
+t.test('large files and symlinks: large ones commit directly, symlinks are queued too', async (t) => {
+  const { fs, ops, backend, journal } = await setup(t);
+  const big = Buffer.alloc(BATCH_MAX_BYTES + 1, 7);
+  await writeFile(ops, '/big', big);
+  t.equal(backend.queued, 0, 'a large file is not queued');
+  t.equal(fs.file('/big').size, big.length, 'it is committed when the close answers');
+  t.equal((await call(ops.symlink, 'big', '/link'))[0], 0);
+  const [, target] = await call<string>(ops.readlink, '/link');
+  t.equal(target, 'big', 'readlink of a queued symlink');
+  await backend.drain();
+  t.equal(fs.file('/link').symlink, true, 'stored as a symlink');
+  t.equal(journal.lastSeq, 1, 'only the symlink was journaled');
+});
+
+t.test('after a crash the journal is replayed: closes answered but not committed are stored', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-replay-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const a = await open(dir);
+  await writeFile(a.ops, '/kept', 'v1');
+  await writeFile(a.ops, '/early', 'e');
+  await a.backend.drain();
+  t.equal(a.fs.mark(JOURNAL_MARK), 2, 'two records applied');
+  a.store.hold(); // the next batch never commits: the daemon "dies" with it queued
+  await rewrite(a.ops, '/kept', 'v2');
+  await writeFile(a.ops, '/new.txt', 'new content');
+  t.equal((await call(a.ops.unlink, '/early'))[0], 0, 'an unlink answered before the crash');
+  t.equal(a.journal.lastSeq, 5, 'the queued closes and the unlink are in the journal');
+  const records = parseJournal(readFileSync(join(dir, JOURNAL_FILE)));
+  t.same(records.map((r) => [r.seq, r.path, r.data.toString()]), [
+    [1, '/kept', 'v1'], [2, '/early', 'e'], [3, '/kept', 'v2'], [4, '/new.txt', 'new content'], [5, '/early', ''],
+  ]);
+  t.equal(records[4]!.delete, true);
+  // A close cut short by the crash: a torn record at the end is ignored.
+  appendFileSync(join(dir, JOURNAL_FILE), Buffer.from([0x53, 0x56, 0x4a, 0x31, 0, 0, 0, 9]));
+  // Drop the process state: the store closes without the queued batch (as kill -9 would leave it).
+  await a.lmdb.close();
+  const b = await open(dir);
+  t.teardown(async () => {
+    await b.backend.close();
+    b.journal.close();
+    await b.lmdb.close();
+  });
+  t.equal(b.fs.read('/kept').content.toString(), 'v2', 'replayed: the rewrite');
+  t.same(b.fs.listVersions('/kept').map((v) => v.version), [2, 1], 'applied once: versions continue');
+  t.equal(b.fs.read('/new.txt').content.toString(), 'new content', 'replayed: the new file');
+  t.equal(b.fs.stat('/new.txt')?.mode, 0o640, 'with its attributes');
+  t.equal(b.fs.stat('/early'), undefined, 'replayed: the unlink');
+  t.same(b.fs.listVersions('/kept').map((v) => fs0(b, '/kept', v.version)), ['v2', 'v1'], 'a record applied before the crash is not applied again');
+  t.equal(b.fs.mark(JOURNAL_MARK), 5);
+  t.equal(statSync(join(dir, JOURNAL_FILE)).size, 0, 'the journal is emptied after the replay');
+  await writeFile(b.ops, '/after', 'a');
+  t.equal(b.journal.lastSeq, 6, 'sequence numbers continue');
+  await b.backend.drain();
+  t.equal(b.fs.mark(JOURNAL_MARK), 6);
+});
+
+t.test('the journal is emptied once past its bound and applied, even while a writer keeps the queue busy', async (t) => {
+  const { fs, ops, backend, dir } = await setup(t);
+  const file = join(dir, JOURNAL_FILE);
+  const body = (i: number) => Buffer.alloc(BATCH_MAX_BYTES, i % 251);
+  const count = Math.ceil((3 * ROTATE_BYTES) / BATCH_MAX_BYTES);
+  let largest = 0;
+  let emptied = 0;
+  let last = 0;
+  for (let i = 0; i < count; i++) {
+    await writeFile(ops, `/big${i}`, body(i));
+    const size = statSync(file).size;
+    if (size < last) emptied++;
+    last = size;
+    largest = Math.max(largest, size);
+  }
+  t.ok(largest <= ROTATE_BYTES + 2 * (BATCH_MAX_BYTES + 1024), `the journal stayed bounded (${largest} bytes at most)`);
+  t.ok(emptied >= 2, `it was emptied along the way (${emptied} times)`);
+  await backend.drain();
+  for (let i = 0; i < count; i++) t.ok(fs.read(`/big${i}`).content.equals(body(i)), `big${i} committed`);
+});
+
+t.test('the barrier waits for what was queued before it, not for closes queued after it', async (t) => {
+  const { store, fs, ops, backend } = await setup(t);
+  store.hold();
+  await writeFile(ops, '/a', 'a');
+  await new Promise((r) => setTimeout(r, 5)); // the batch holding /a is under way (held)
+  const drained = backend.drain();
+  await writeFile(ops, '/b', 'b');
+  t.notOk(await settlesSoon(drained), 'waits while /a is not committed');
+  store.release();
+  await drained;
+  t.equal(fs.read('/a').content.toString(), 'a', '/a is committed');
+  t.equal(fs.stat('/b'), undefined, '/b, queued after the barrier, was not waited for');
+  await backend.drain();
+  t.equal(fs.read('/b').content.toString(), 'b');
+});
