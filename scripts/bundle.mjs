@@ -35,6 +35,20 @@ const yargsShimUrl = {
   },
 };
 
+/**
+ * zod's `locales` namespace (z.locales, ~400 KB of 40+ languages' error messages) is reachable from
+ * `z`, so it is bundled and evaluated although svc never uses it (messages come from the default,
+ * English, which zod's classic entry loads itself): the bundle carries English only.
+ */
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/ }, () => ({
+      contents: 'export { default as en } from "./en.js";', loader: 'js',
+    }));
+  },
+};
+
 await build({
   absWorkingDir: ROOT,
   entryPoints: ['dist/cli/main.js'],
@@ -46,7 +60,7 @@ await build({
   external: ['lmdb', 'fuse-native'],
   define: { 'import.meta.url': '__svcMetaUrl' },
   banner: { js: "var __svcMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
-  plugins: [yargsShimUrl],
+  plugins: [yargsShimUrl, zodEnglishOnly],
   // A linked map chained to tsc's maps (so to src/*.ts): used only under `node --enable-source-maps`.
   sourcemap: 'linked',
   legalComments: 'none',
