@@ -2,18 +2,24 @@
  * @module cli/main
  * The `svc` command: `serve` runs the daemon; the other commands talk to a running daemon
  * through the typed client (SVC_URL / SVC_API_KEY or --url / --api-key).
+ *
+ * Start-up: `svc serve` with plain options (cli/serve parseServeArgs) starts the daemon without
+ * loading yargs or the client commands; everything else, and any serve arguments the fast path
+ * is unsure of, goes through yargs. Both are imported here on demand for that reason.
  */
-import yargs, { type Argv } from 'yargs';
+import type { Argv } from 'yargs';
 import { VERSION } from '../version.js';
-import { serveCommand } from './serve.js';
-import { fileCommands } from './files.js';
-import { versionCommands } from './versions.js';
-import { adminCommands } from './admin.js';
-import { workspaceCommands } from './workspaces.js';
-import { mountCommands } from './mounts.js';
-import { mountCommand } from './mount.js';
+import { parseServeArgs, runServe, serveCommand } from './serve.js';
 
 export async function main(argv: string[]): Promise<void> {
+  if (argv[0] === 'serve') {
+    const args = parseServeArgs(argv.slice(1));
+    if (args) return runServe(args);
+  }
+  const [{ default: yargs }, files, versions, admin, workspaces, mounts, mount] = await Promise.all([
+    import('yargs'), import('./files.js'), import('./versions.js'), import('./admin.js'),
+    import('./workspaces.js'), import('./mounts.js'), import('./mount.js'),
+  ]);
   let cli: Argv = yargs(argv)
     .scriptName('svc')
     .version(VERSION)
@@ -33,11 +39,11 @@ export async function main(argv: string[]): Promise<void> {
       process.exit(2);
     });
   cli = serveCommand(cli);
-  cli = fileCommands(cli);
-  cli = versionCommands(cli);
-  cli = adminCommands(cli);
-  cli = workspaceCommands(cli);
-  cli = mountCommands(cli);
-  cli = mountCommand(cli);
+  cli = files.fileCommands(cli);
+  cli = versions.versionCommands(cli);
+  cli = admin.adminCommands(cli);
+  cli = workspaces.workspaceCommands(cli);
+  cli = mounts.mountCommands(cli);
+  cli = mount.mountCommand(cli);
   await cli.parseAsync();
 }

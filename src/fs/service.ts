@@ -14,7 +14,8 @@
  *   leaves no trace (lmdb-js commits whatever a callback wrote before it threw).
  */
 import { createHash } from 'node:crypto';
-import mime from 'mime-types';
+import { createRequire } from 'node:module';
+import type MimeTypes from 'mime-types';
 import picomatch from 'picomatch';
 import { createTwoFilesPatch } from 'diff';
 import type { BlobStore, MetadataStore, Table } from '../store/types.js';
@@ -186,9 +187,14 @@ const sha256 = (data: Uint8Array): string => createHash('sha256').update(data).d
 // mime-types knows .ts as MPEG transport stream; in a file tree it is code far more often.
 const TEXT_OVERRIDES: Record<string, string> = { ts: 'text/x-typescript', tsx: 'text/x-typescript' };
 
+// mime-types parses its 200 KB type database when loaded (~30 ms): loaded on the first write, not
+// at daemon start-up (a runtime require, so the start-up bundle does not carry it either).
+let mimeTypes: typeof MimeTypes | undefined;
+const mime = (): typeof MimeTypes => (mimeTypes ??= createRequire(import.meta.url)('mime-types') as typeof MimeTypes);
+
 function contentTypeOf(path: string): string {
   const ext = baseName(path).split('.').pop()?.toLowerCase() ?? '';
-  return TEXT_OVERRIDES[ext] ?? (mime.lookup(path) || 'application/octet-stream');
+  return TEXT_OVERRIDES[ext] ?? (mime().lookup(path) || 'application/octet-stream');
 }
 
 const notADirectory = (path: string) => new ValidationError(`Not a directory: ${path}`, { path, errno: 'ENOTDIR' });
