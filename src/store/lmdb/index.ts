@@ -68,6 +68,12 @@ class LmdbBlobStore implements BlobStore {
   put(hash: string, data: Uint8Array): void {
     this.db.put(hash, Buffer.from(data.buffer, data.byteOffset, data.byteLength));
   }
+  putIfAbsent(hash: string, data: Uint8Array): boolean {
+    // Inside a transaction putSync runs in it and answers whether the put happened: with
+    // noOverwrite (MDB_NOOVERWRITE) LMDB searches the tree once and inserts, or refuses.
+    // (lmdb-js documents the boolean; its .d.ts says void.)
+    return (this.db.putSync(hash, Buffer.from(data.buffer, data.byteOffset, data.byteLength), { noOverwrite: true }) as unknown) === true;
+  }
   delete(hash: string): void {
     this.db.remove(hash);
   }
