@@ -985,9 +985,13 @@ export class FsService {
   /** One more reference on a chunk, storing it if it is new (then `data`, or a loader of it, is required). */
   #ref(hash: string, data?: Uint8Array | (() => Uint8Array)): void {
     // A stored chunk without a refs row has one reference; an absent chunk has none (and no row).
-    if (!this.#blobs.has(hash)) {
+    if (data !== undefined && typeof data !== 'function') {
+      // The bytes are at hand (every RPC write): store them unless present, in one lookup.
+      if (this.#blobs.putIfAbsent(hash, data)) return;
+    } else if (!this.#blobs.has(hash)) {
+      // A loader is called only when the store lacks the chunk (a FUSE file's unchanged pieces).
       if (!data) throw new Error(`chunk ${hash} has no references and no data`);
-      this.#blobs.put(hash, typeof data === 'function' ? data() : data);
+      this.#blobs.put(hash, data());
       return;
     }
     this.#refs.put(hash, (this.#refs.get(hash) ?? 1) + 1);

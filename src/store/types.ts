@@ -75,6 +75,11 @@ export interface BlobStore {
   hashes(): Iterable<string>;
   /** Inside a metadata transaction: the chunk becomes visible with that commit. */
   put(hash: string, data: Uint8Array): void;
+  /**
+   * Inside a metadata transaction: store the chunk unless one is stored under `hash` already, and
+   * say whether it was stored. One lookup where `has` then `put` makes two (the write path's).
+   */
+  putIfAbsent(hash: string, data: Uint8Array): boolean;
   /** Inside a metadata transaction, once the chunk's last reference is gone. */
   delete(hash: string): void;
   describe(): { type: string; location: string };

@@ -328,6 +328,23 @@ export function metadataStoreSuite(t: Test, makeStore: MakeStore): void {
     await t.resolves(store.transact(() => blobs.delete('f'.repeat(64))), 'deleting an absent blob is a no-op');
   });
 
+  t.test('blobs: putIfAbsent stores a new chunk, leaves a stored one alone, and says which', async (t) => {
+    const { fx } = await fixture(t);
+    const { store, blobs } = fx();
+    const hash = 'c'.repeat(64);
+    const first = Buffer.from('first bytes');
+    t.equal(await store.transact(() => blobs.putIfAbsent(hash, first)), true, 'absent: stored');
+    t.same(blobs.get(hash), first);
+    t.equal(await store.transact(() => blobs.putIfAbsent(hash, Buffer.from('other bytes'))), false, 'present: refused');
+    t.same(blobs.get(hash), first, 'the stored bytes are kept');
+    // Within one transaction the second call sees the first one's put.
+    const both = await store.transact(() => [blobs.putIfAbsent('d'.repeat(64), new Uint8Array([1])), blobs.putIfAbsent('d'.repeat(64), new Uint8Array([2]))]);
+    t.same(both, [true, false]);
+    t.same(blobs.get('d'.repeat(64)), Buffer.from([1]));
+    t.equal(await store.transact(() => blobs.putIfAbsent('e'.repeat(64), new Uint8Array(0))), true, 'an empty chunk is stored');
+    t.equal(blobs.get('e'.repeat(64))?.length, 0);
+  });
+
   t.test('blobs: hashes() lists every stored chunk in key order, and only those', async (t) => {
     const { fx } = await fixture(t);
     const { store, blobs } = fx();

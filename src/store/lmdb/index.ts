@@ -77,6 +77,12 @@ class LmdbBlobStore implements BlobStore {
     const value = data.buffer instanceof SharedArrayBuffer ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     this.db.put(hash, value);
   }
+  putIfAbsent(hash: string, data: Uint8Array): boolean {
+    // Inside a transaction putSync runs in it and answers whether the put happened: with
+    // noOverwrite (MDB_NOOVERWRITE) LMDB searches the tree once and inserts, or refuses.
+    // (lmdb-js documents the boolean; its .d.ts says void.)
+    return (this.db.putSync(hash, Buffer.from(data.buffer, data.byteOffset, data.byteLength), { noOverwrite: true }) as unknown) === true;
+  }
   delete(hash: string): void {
     this.db.remove(hash);
   }
