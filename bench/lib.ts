@@ -2,12 +2,66 @@
  * @module bench/lib
  * Helpers for bench/rpc.ts: a closed-loop HTTP load generator over keep-alive agents, latency
  * percentiles, child-process servers (the bare node:http ceiling and the real daemon), RSS, the
- * machine description, and the results table. Every loop is bounded by a count and a deadline.
+ * machine description, the results table, populating a data directory and write bodies. Every
+ * loop is bounded by a count and a deadline.
  */
 import http from 'node:http';
+import { randomBytes } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import { buildServices } from '../src/daemon.js';
+import { createLogger } from '../src/core/log.js';
+
+// ---------------------------------------------------------------- data
+
+/** Write files through FsService in big parallel batches (one LMDB commit per batch); how many. */
+export async function populate(dataDir: string, files: Iterable<[string, Buffer]>): Promise<number> {
+  const services = buildServices(dataDir, createLogger('silent'));
+  let n = 0;
+  try {
+    await services.fs.upgrade(); // marks the fresh data directory with the current layout
+    let batch: Promise<unknown>[] = [];
+    for (const [path, content] of files) {
+      batch.push(services.fs.write(path, content));
+      n++;
+      if (batch.length === 5000) {
+        await Promise.all(batch);
+        batch = [];
+      }
+    }
+    await Promise.all(batch);
+  } finally {
+    await services.store.close();
+  }
+  return n;
+}
+
+/** `count` small filler files, 1,000 per directory (the "files stored" of the start-up figures). */
+export function* fillerFiles(count: number): Generator<[string, Buffer]> {
+  for (let i = 0; i < count; i++) {
+    yield [`/filler/d${String(Math.floor(i / 1000)).padStart(3, '0')}/f${i}.bin`, Buffer.from(`filler ${i} ${'x'.repeat(48)}`)];
+  }
+}
+
+/**
+ * Write bodies with unique content (so no chunk is deduplicated): the first 6 bytes carry a
+ * counter, the rest is fixed random data whose base64 is computed once (6 bytes = 8 base64
+ * characters, so the two halves concatenate into valid base64).
+ */
+export function writeBodies(size: number, dir: string): (worker: number, seq: number) => Buffer {
+  const rest = Buffer.from(randomBytes(size - 6).toString('base64'));
+  const tail = Buffer.from('"}}}');
+  return (worker, seq) => {
+    const counter = Buffer.alloc(6);
+    counter.writeUIntBE(worker * 1e9 + seq, 0, 6);
+    const head = Buffer.from(
+      `{"jsonrpc":"2.0","id":${seq},"method":"write","params":{"path":"${dir}/c${worker}/${seq}","content":{"__type__":"bytes","data":"`
+      + counter.toString('base64'),
+    );
+    return Buffer.concat([head, rest, tail]);
+  };
+}
 
 // ---------------------------------------------------------------- HTTP client
 

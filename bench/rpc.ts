@@ -17,10 +17,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
-import { buildServices } from '../src/daemon.js';
-import { createLogger } from '../src/core/log.js';
 import {
-  BARE_SERVER_SOURCE, machine, post, rpcBody, rssMiB, runLoad, spawnServer, stopChild, table, waitHealthy,
+  BARE_SERVER_SOURCE, fillerFiles, machine, populate, post, rpcBody, rssMiB, runLoad, spawnServer, stopChild, table, waitHealthy, writeBodies,
   type LoadResult, type Row,
 } from './lib.js';
 import http from 'node:http';
@@ -65,52 +63,7 @@ function* dataset(): Generator<[string, Buffer]> {
     yield [`/grep10k/d${String(Math.floor(i / 100)).padStart(2, '0')}/f${String(i % 100).padStart(2, '0')}.ts`, Buffer.from(lines.join('\n') + '\n')];
   }
   const used = 1 + LIST_FILES + globFiles + GREP_FILES;
-  for (let i = 0; i < TOTAL_FILES - used; i++) {
-    yield [`/filler/d${String(Math.floor(i / 1000)).padStart(3, '0')}/f${i}.bin`, Buffer.from(`filler ${i} ${'x'.repeat(48)}`)];
-  }
-}
-
-/** Write the data set through FsService in big parallel batches (one LMDB commit per batch). */
-async function populate(dataDir: string): Promise<number> {
-  const services = buildServices(dataDir, createLogger('silent'));
-  let n = 0;
-  try {
-    await services.fs.upgrade(); // marks the fresh data directory with the current layout
-    let batch: Promise<unknown>[] = [];
-    for (const [path, content] of dataset()) {
-      batch.push(services.fs.write(path, content));
-      n++;
-      if (batch.length === 5000) {
-        await Promise.all(batch);
-        batch = [];
-      }
-    }
-    await Promise.all(batch);
-  } finally {
-    await services.store.close();
-  }
-  return n;
-}
-
-// ---------------------------------------------------------------- request bodies
-
-/**
- * Write bodies with unique content (so no chunk is deduplicated): the first 6 bytes carry a
- * counter, the rest is fixed random data whose base64 is computed once (6 bytes = 8 base64
- * characters, so the two halves concatenate into valid base64).
- */
-function writeBodies(size: number, dir: string): (worker: number, seq: number) => Buffer {
-  const rest = Buffer.from(randomBytes(size - 6).toString('base64'));
-  const tail = Buffer.from('"}}}');
-  return (worker, seq) => {
-    const counter = Buffer.alloc(6);
-    counter.writeUIntBE(worker * 1e9 + seq, 0, 6);
-    const head = Buffer.from(
-      `{"jsonrpc":"2.0","id":${seq},"method":"write","params":{"path":"${dir}/c${worker}/${seq}","content":{"__type__":"bytes","data":"`
-      + counter.toString('base64'),
-    );
-    return Buffer.concat([head, rest, tail]);
-  };
+  yield* fillerFiles(TOTAL_FILES - used);
 }
 
 /** Call a method once and return its decoded result (for sanity checks). */
@@ -150,7 +103,7 @@ async function main(): Promise<void> {
   // --- start-up with TOTAL_FILES stored
   log(`populating ${TOTAL_FILES.toLocaleString('en-US')} files through FsService…`);
   let t0 = performance.now();
-  const stored = await populate(dataDir);
+  const stored = await populate(dataDir, dataset());
   log(`populated ${stored} files in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
   const daemonArgs = [join(ROOT, 'bin/svc'), 'serve', '--port', '0', '--data-dir', dataDir];

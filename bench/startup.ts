@@ -16,32 +16,13 @@ import os, { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { buildServices } from '../src/daemon.js';
-import { createLogger } from '../src/core/log.js';
-import { cpuMs, rssMiB, spawnServer, stopChild, waitHealthy } from './lib.js';
+import { cpuMs, fillerFiles, populate, rssMiB, spawnServer, stopChild, waitHealthy } from './lib.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TOTAL_FILES = Number(process.env.BENCH_FILES ?? 100_000);
 const STARTS = Number(process.env.BENCH_STARTS ?? 7);
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
-async function populate(dataDir: string): Promise<void> {
-  const services = buildServices(dataDir, createLogger('silent'));
-  try {
-    await services.fs.upgrade();
-    let batch: Promise<unknown>[] = [];
-    for (let i = 0; i < TOTAL_FILES; i++) {
-      batch.push(services.fs.write(`/filler/d${String(Math.floor(i / 1000)).padStart(3, '0')}/f${i}.bin`, Buffer.from(`filler ${i} ${'x'.repeat(48)}`)));
-      if (batch.length === 5000) {
-        await Promise.all(batch);
-        batch = [];
-      }
-    }
-    await Promise.all(batch);
-  } finally {
-    await services.store.close();
-  }
-}
 
 interface Variant {
   name: string;
@@ -84,7 +65,7 @@ async function main(): Promise<void> {
     mkdirSync(dataDir, { recursive: true });
     if (readdirSync(dataDir).length === 0) {
       log(`populating ${TOTAL_FILES.toLocaleString('en-US')} files in ${dataDir}…`);
-      await populate(dataDir);
+      await populate(dataDir, fillerFiles(TOTAL_FILES));
     }
     const variants: Variant[] = [
       { name: 'node -e 0 (floor, to exit)', args: ['-e', '0'], daemon: false },

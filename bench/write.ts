@@ -14,11 +14,10 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import os, { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
-import { buildServices } from '../src/daemon.js';
-import { createLogger } from '../src/core/log.js';
-import { BARE_SERVER_SOURCE, rpcBody, runLoad, spawnServer, stopChild, waitHealthy, type LoadResult } from './lib.js';
+import {
+  BARE_SERVER_SOURCE, fillerFiles, populate, rpcBody, runLoad, spawnServer, stopChild, waitHealthy, writeBodies, type LoadResult,
+} from './lib.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** `dir` or `dir|node flags`: the same build may be compared with itself under other flags. */
@@ -55,19 +54,6 @@ function threadCpu(pid: number): Map<string, number> {
   return out;
 }
 
-function writeBodies(dir: string): (worker: number, seq: number) => Buffer {
-  const rest = Buffer.from(randomBytes(1024 - 6).toString('base64'));
-  const tail = Buffer.from('"}}}');
-  return (worker, seq) => {
-    const counter = Buffer.alloc(6);
-    counter.writeUIntBE(worker * 1e9 + seq, 0, 6);
-    const head = Buffer.from(
-      `{"jsonrpc":"2.0","id":${seq},"method":"write","params":{"path":"${dir}/c${worker}/${seq}","content":{"__type__":"bytes","data":"`
-      + counter.toString('base64'),
-    );
-    return Buffer.concat([head, rest, tail]);
-  };
-}
 
 interface Server { name: string; proc: ChildProcess; port: number; write: boolean; runs: LoadResult[]; threads: Map<string, number>; ops: number }
 
@@ -83,18 +69,7 @@ async function main(): Promise<void> {
   tmp = mkdtempSync(join(tmpdir(), 'svc-bench-write-'));
   const seed = join(tmp, 'seed');
   log(`populating ${FILES} files…`);
-  const services = buildServices(seed, createLogger('silent'));
-  await services.fs.upgrade();
-  let batch: Promise<unknown>[] = [];
-  for (let i = 0; i < FILES; i++) {
-    batch.push(services.fs.write(`/filler/d${String(Math.floor(i / 1000)).padStart(3, '0')}/f${i}.bin`, Buffer.from(`filler ${i} ${'x'.repeat(48)}`)));
-    if (batch.length === 5000) {
-      await Promise.all(batch);
-      batch = [];
-    }
-  }
-  await Promise.all(batch);
-  await services.store.close();
+  await populate(seed, fillerFiles(FILES));
 
   const servers: Server[] = [];
   const bare = await spawnServer(process.execPath, ['-e', BARE_SERVER_SOURCE], /bare listening on (\d+)/);
@@ -118,7 +93,7 @@ async function main(): Promise<void> {
       const before = threadCpu(s.proc.pid!);
       const r = await runLoad({
         concurrency: CONNS, durationMs: ROUND_MS, maxOps: 1_000_000, warmupMs: 150, port: s.port, serverPid: s.proc.pid,
-        path: s.write ? '/api/nfs/write' : '/', body: s.write ? writeBodies(`/w/r${round}`) : () => pingBody,
+        path: s.write ? '/api/nfs/write' : '/', body: s.write ? writeBodies(1024, `/w/r${round}`) : () => pingBody,
       });
       const after = threadCpu(s.proc.pid!);
       if (round < 0) continue; // a first round to warm up the JIT, not counted
