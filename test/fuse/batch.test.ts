@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { EventBus, type ChangeEvent } from '../../src/core/events.js';
 import { FsService } from '../../src/fs/service.js';
 import { LmdbStore } from '../../src/store/lmdb/index.js';
-import type { MetadataStore, Table, TransactOptions } from '../../src/store/types.js';
+import { GatedStore } from '../helpers/gated-store.js';
 import { LocalBackend, BATCH_MAX_BYTES } from '../../src/transports/fuse/local.js';
 import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, ROTATE_BYTES, parseJournal } from '../../src/transports/fuse/journal.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
@@ -21,44 +21,9 @@ import type { FuseOperations } from '../../src/native/fuse.js';
 
 const log = pino({ level: 'silent' });
 
-/** An LMDB store whose transactions (and flushes) can be held back, counting them. */
-class HeldStore implements MetadataStore {
-  readonly transactions: boolean[] = [];
-  flushCalls = 0;
-  #gate: Promise<void> = Promise.resolve();
-  #open: () => void = () => undefined;
-  constructor(readonly inner: LmdbStore) {}
-  /** Transactions and flushes started from now on wait until {@link release}. */
-  hold(): void {
-    this.#gate = new Promise((resolve) => (this.#open = resolve));
-  }
-  release(): void {
-    this.#open();
-  }
-  table<V>(name: string): Table<V> {
-    return this.inner.table<V>(name);
-  }
-  async transact<T>(fn: () => T, options?: TransactOptions): Promise<T> {
-    this.transactions.push(options?.durable !== false);
-    await this.#gate;
-    return this.inner.transact(fn, options);
-  }
-  async flushed(): Promise<void> {
-    this.flushCalls++;
-    await this.#gate;
-    await this.inner.flushed();
-  }
-  describe() {
-    return this.inner.describe();
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-}
-
 async function open(dir: string) {
   const lmdb = new LmdbStore(dir);
-  const store = new HeldStore(lmdb);
+  const store = new GatedStore(lmdb);
   const events = new EventBus();
   const seen: ChangeEvent[] = [];
   events.subscribe((e) => seen.push(e));
@@ -137,7 +102,7 @@ async function readFile(ops: FuseOperations, path: string): Promise<string> {
 t.test('a close is answered before its commit, and the mount shows the file at once', async (t) => {
   const { store, fs, ops, seen, backend } = await setup(t);
   await call(ops.mkdir, '/d', 0o40755);
-  store.hold();
+  store.hold({ transactions: true });
   const closed = writeFile(ops, '/d/a.txt', 'hello');
   t.ok(await settlesSoon(closed), 'create, write, flush and release answer while the store is held');
   await closed;
@@ -161,7 +126,7 @@ t.test('a close is answered before its commit, and the mount shows the file at o
 t.test('closes queued while a batch commits share the next transaction', async (t) => {
   const { store, fs, ops, backend } = await setup(t);
   await writeFile(ops, '/first', 'x');
-  store.hold();
+  store.hold({ transactions: true });
   const before = store.transactions.length;
   for (let i = 0; i < 50; i++) await writeFile(ops, `/f${i}`, `file ${i}`);
   t.ok(store.transactions.length - before <= 1, 'at most the batch under way was started while held');
@@ -175,7 +140,7 @@ t.test('closes queued while a batch commits share the next transaction', async (
 
 t.test('rewrites of a queued file get the next versions, in order', async (t) => {
   const { store, fs, ops, backend } = await setup(t);
-  store.hold();
+  store.hold({ transactions: true });
   await writeFile(ops, '/v', 'one');
   for (const text of ['two', 'three']) await rewrite(ops, '/v', text);
   t.equal(await readFile(ops, '/v'), 'three', 'the mount reads the last close');
@@ -186,7 +151,7 @@ t.test('rewrites of a queued file get the next versions, in order', async (t) =>
 
 t.test('rename, chmod and mkdir of a queued path wait for its batch (the barrier); unlink is queued behind it', async (t) => {
   const { store, fs, ops, backend, seen } = await setup(t);
-  store.hold();
+  store.hold({ transactions: true });
   await writeFile(ops, '/gone', 'g');
   await writeFile(ops, '/moved', 'm');
   await writeFile(ops, '/mode', 'c');
@@ -201,7 +166,7 @@ t.test('rename, chmod and mkdir of a queued path wait for its batch (the barrier
   await backend.drain();
   t.equal(fs.stat('/gone'), undefined, 'the file is gone and stays gone');
   t.same(seen.filter((e) => e.path === '/gone').map((e) => e.type), ['write', 'delete'], 'a write event then a delete event');
-  store.hold();
+  store.hold({ transactions: true });
   await rewrite(ops, '/moved', 'm2');
   const renamed = call(ops.rename, '/moved', '/there');
   t.notOk(await settlesSoon(renamed), 'rename waits for the batch');
@@ -219,7 +184,7 @@ t.test('a file unlinked and created again while queued starts a new history', as
   await writeFile(ops, '/re', 'old');
   await rewrite(ops, '/re', 'older');
   await backend.drain();
-  store.hold();
+  store.hold({ transactions: true });
   t.equal((await call(ops.unlink, '/re'))[0], 0);
   await writeFile(ops, '/re', 'new');
   const [, st] = await call<{ size: number }>(ops.getattr, '/re');
@@ -234,7 +199,7 @@ t.test('a file unlinked and created again while queued starts a new history', as
 
 t.test('fsync and fsyncdir wait until the batch is committed and flushed', async (t) => {
   const { store, fs, ops } = await setup(t);
-  store.hold();
+  store.hold({ transactions: true });
   const [, fd] = await call<number>(ops.create, '/s', 0o100644);
   const buf = Buffer.from('synced');
   await call(ops.write, '/s', fd, buf, buf.length, 0);
@@ -274,7 +239,7 @@ t.test('after a crash the journal is replayed: closes answered but not committed
   await writeFile(a.ops, '/early', 'e');
   await a.backend.drain();
   t.equal(a.fs.mark(JOURNAL_MARK), 2, 'two records applied');
-  a.store.hold(); // the next batch never commits: the daemon "dies" with it queued
+  a.store.hold({ transactions: true }); // the next batch never commits: the daemon "dies" with it queued
   await rewrite(a.ops, '/kept', 'v2');
   await writeFile(a.ops, '/new.txt', 'new content');
   t.equal((await call(a.ops.unlink, '/early'))[0], 0, 'an unlink answered before the crash');
@@ -331,7 +296,7 @@ t.test('the journal is emptied once past its bound and applied, even while a wri
 
 t.test('the barrier waits for what was queued before it, not for closes queued after it', async (t) => {
   const { store, fs, ops, backend } = await setup(t);
-  store.hold();
+  store.hold({ transactions: true });
   await writeFile(ops, '/a', 'a');
   await new Promise((r) => setTimeout(r, 5)); // the batch holding /a is under way (held)
   const drained = backend.drain();

@@ -13,44 +13,10 @@ import { pino } from 'pino';
 import { EventBus } from '../../src/core/events.js';
 import { FsService } from '../../src/fs/service.js';
 import { LmdbStore } from '../../src/store/lmdb/index.js';
-import type { MetadataStore, Table, TransactOptions } from '../../src/store/types.js';
+import { GatedStore } from '../helpers/gated-store.js';
 import { LocalBackend } from '../../src/transports/fuse/local.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import type { FuseOperations } from '../../src/native/fuse.js';
-
-/** An LMDB store that records how each transaction asked to resolve and holds flushed() until released. */
-class GatedStore implements MetadataStore {
-  readonly durability: boolean[] = [];
-  flushCalls = 0;
-  #gate: Promise<void> = Promise.resolve();
-  #open: () => void = () => undefined;
-  constructor(readonly inner: LmdbStore) {}
-  /** From now on flushed() waits until {@link release} (after the real flush). */
-  hold(): void {
-    this.#gate = new Promise((resolve) => (this.#open = resolve));
-  }
-  release(): void {
-    this.#open();
-  }
-  table<V>(name: string): Table<V> {
-    return this.inner.table<V>(name);
-  }
-  transact<T>(fn: () => T, options?: TransactOptions): Promise<T> {
-    this.durability.push(options?.durable !== false);
-    return this.inner.transact(fn, options);
-  }
-  async flushed(): Promise<void> {
-    this.flushCalls++;
-    await this.inner.flushed();
-    await this.#gate;
-  }
-  describe() {
-    return this.inner.describe();
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-}
 
 function setup(t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-sync-'));
@@ -97,7 +63,7 @@ async function createWithContent(ops: FuseOperations, path: string, text: string
 
 t.test('close, unlink, rename, mkdir, rmdir, chmod and utimens through the mount commit without waiting for the flush', async (t) => {
   const { store, fs, ops } = setup(t);
-  store.hold(); // a flush that never finishes: every operation below must still answer
+  store.hold({ transactions: false }); // a flush that never finishes: every operation below must still answer
   const fd = await createWithContent(ops, '/a.txt', 'hello');
   t.same(await call(ops.flush, '/a.txt', fd), [0, undefined], 'flush answers');
   t.same(await call(ops.release, '/a.txt', fd), [0, undefined], 'release answers');
@@ -111,23 +77,23 @@ t.test('close, unlink, rename, mkdir, rmdir, chmod and utimens through the mount
   t.equal(fs.stat('/d/b.txt'), undefined, 'the unlink is committed');
   t.equal((await call(ops.rmdir, '/d'))[0], 0, 'rmdir');
   t.equal(fs.stat('/d'), undefined);
-  t.ok(store.durability.length >= 7, 'the mount made its changes in transactions');
-  t.same(store.durability.filter((d) => d), [], 'none of them waited for the flush');
+  t.ok(store.transactions.length >= 7, 'the mount made its changes in transactions');
+  t.same(store.transactions.filter((d) => d), [], 'none of them waited for the flush');
 });
 
 t.test('a new small file costs one transaction: create, write, flush, release', async (t) => {
   const { store, ops } = setup(t);
-  const before = store.durability.length;
+  const before = store.transactions.length;
   const fd = await createWithContent(ops, '/one.txt', 'one');
   t.equal((await call(ops.flush, '/one.txt', fd))[0], 0);
   t.equal((await call(ops.release, '/one.txt', fd))[0], 0);
-  t.equal(store.durability.length - before, 1);
+  t.equal(store.transactions.length - before, 1);
 });
 
 t.test('fsync answers only once the store has flushed, after committing the handle', async (t) => {
   const { store, fs, ops } = setup(t);
   const fd = await createWithContent(ops, '/f.txt', 'unsynced');
-  store.hold();
+  store.hold({ transactions: false });
   const fsync = call(ops.fsync, '/f.txt', 0, fd);
   await flushRequested(store, 1);
   t.equal(store.flushCalls, 1, 'fsync asked the store for its flush');
@@ -141,7 +107,7 @@ t.test('fsync answers only once the store has flushed, after committing the hand
 t.test('fdatasync and fsyncdir wait for the flush as well', async (t) => {
   const { store, ops } = setup(t);
   const fd = await createWithContent(ops, '/g.txt', 'x');
-  store.hold();
+  store.hold({ transactions: false });
   const fdatasync = call(ops.fsync, '/g.txt', 1, fd);
   const fsyncdir = call(ops.fsyncdir, '/', 0, 0);
   await flushRequested(store, 2);
@@ -162,6 +128,6 @@ t.test('service calls without an origin (every RPC write) stay durable', async (
   await fs.setAttributes('/rd/r.txt', { mode: 0o600 });
   await fs.delete('/rd/r.txt');
   await fs.rmdir('/rd');
-  t.equal(store.durability.length, 6);
-  t.same(store.durability.filter((d) => !d), [], 'every one waited for the durable commit');
+  t.equal(store.transactions.length, 6);
+  t.same(store.transactions.filter((d) => !d), [], 'every one waited for the durable commit');
 });
