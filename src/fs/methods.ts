@@ -45,7 +45,9 @@ export function fsMethods(fs: FsService, perms?: Permissions, views: ParsedViews
   };
   return [
     defineMethod({
-      name: 'read', access: 'user', description: 'Read a file; with return_metadata, base64 content plus metadata.',
+      name: 'read', access: 'user',
+      description: 'Read a file; with return_metadata, base64 content plus metadata. X_parsed.EXT.md beside a document X.EXT '
+        + '(and not stored itself) reads as its markdown (README: Parsed views).',
       params: z.strictObject({ path, return_metadata: z.boolean().default(false) }),
       handler: async ({ path, return_metadata }, ctx) => {
         const original = views.originalOf(path);

@@ -57,6 +57,8 @@ type Outcome = { text: string } | { error: string; cache: boolean };
 
 const CONTENT_TYPE = 'text/markdown';
 
+const byPath = (a: { path: string }, b: { path: string }) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+
 export class ParsedViews {
   readonly #fs: FsService;
   readonly #maxInput: number;
@@ -115,19 +117,25 @@ export class ParsedViews {
   withViews(entries: ListEntry[]): ListEntry[] {
     let views: ListEntry[] | undefined;
     for (const e of entries) {
-      if (e.is_directory || parseableExt(e.path) === undefined) continue;
-      const view = viewPathOf(e.path)!;
-      (views ??= []).push({ ...e, path: view, content_type: CONTENT_TYPE });
+      if (e.is_directory || parseableExt(e.path) === undefined || this.#isSymlink(e.path)) continue;
+      (views ??= []).push({ ...e, path: viewPathOf(e.path)!, content_type: CONTENT_TYPE });
     }
     if (views === undefined) return entries;
-    const taken = new Set(entries.map((e) => e.path));
-    const fresh = views.filter((v) => !taken.has(v.path) && !this.#isSymlink(v));
-    if (fresh.length === 0) return entries;
-    return [...entries, ...fresh].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    views.sort(byPath);
+    // Merge the two sorted lists; a view whose name is taken by a stored entry is dropped.
+    const out: ListEntry[] = [];
+    let i = 0;
+    for (const v of views) {
+      while (i < entries.length && entries[i]!.path < v.path) out.push(entries[i++]!);
+      if (i < entries.length && entries[i]!.path === v.path) continue;
+      out.push(v);
+    }
+    while (i < entries.length) out.push(entries[i++]!);
+    return out;
   }
 
-  #isSymlink(view: ListEntry): boolean {
-    const rec = this.#fs.stat(originalPathOf(view.path)!);
+  #isSymlink(path: string): boolean {
+    const rec = this.#fs.stat(path);
     return rec?.kind === 'file' && rec.symlink === true;
   }
 
