@@ -30,7 +30,7 @@ const ok = { success: true } as const;
  *
  * Parsed views (views/views): `X_parsed.EXT.md` next to a stored document `X.EXT` reads as its
  * markdown, exists while `X.EXT` does, is checked with `X.EXT`'s permissions, and refuses every
- * change with -32004; list shows views unless `show_parsed` is false.
+ * change with -32004 (a guard on the service); list shows views unless `show_parsed` is false.
  */
 export function fsMethods(fs: FsService, perms?: Permissions, views: ParsedViews = new ParsedViews(fs)) {
   const can = perms;
@@ -83,7 +83,6 @@ export function fsMethods(fs: FsService, perms?: Permissions, views: ParsedViews
         force: z.boolean().default(false),
       }),
       handler: async (p, ctx) => {
-        views.refuseChange(p.path, 'write');
         const created = can?.enforcing ? outermostMissing(normalizeFilePath(p.path), (q) => fs.exists(q)) : undefined;
         can?.requireCreate(ctx, p.path, created === undefined);
         const result = await fs.write(p.path, p.content, { ifMatch: p.if_match, ifNoneMatch: p.if_none_match, force: p.force });
@@ -95,7 +94,6 @@ export function fsMethods(fs: FsService, perms?: Permissions, views: ParsedViews
       name: 'delete', access: 'user', description: 'Delete a file and its history. With enforcement on, needs delete (owner).',
       params: z.strictObject({ path }),
       handler: async ({ path }, ctx) => {
-        views.refuseChange(path, 'delete');
         can?.require(ctx, 'delete', normalizeFilePath(path));
         return (await fs.delete(path), ok);
       },
@@ -105,8 +103,6 @@ export function fsMethods(fs: FsService, perms?: Permissions, views: ParsedViews
       description: 'Move a file or a directory with everything below it; overwrite replaces an existing target as POSIX rename does.',
       params: z.strictObject({ old_path: z.string(), new_path: z.string(), overwrite: z.boolean().default(false) }),
       handler: async ({ old_path, new_path, overwrite }, ctx) => {
-        views.refuseChange(old_path, 'rename');
-        views.refuseChange(new_path, 'rename onto');
         if (can?.applies(ctx)) {
           const from = normalizeFilePath(old_path);
           const to = normalizeFilePath(new_path);
@@ -149,7 +145,6 @@ export function fsMethods(fs: FsService, perms?: Permissions, views: ParsedViews
       name: 'mkdir', access: 'user', description: 'Create a directory; parents like mkdir -p.',
       params: z.strictObject({ path, parents: z.boolean().default(false), exist_ok: z.boolean().default(false) }),
       handler: async ({ path, parents, exist_ok }, ctx) => {
-        views.refuseChange(path, 'create a directory at');
         const p = normalizePath(path);
         const created = can?.enforcing && p !== '/' ? outermostMissing(p, (q) => fs.exists(q)) : undefined;
         if (p !== '/') can?.require(ctx, 'write', parentOf(p));
@@ -162,7 +157,6 @@ export function fsMethods(fs: FsService, perms?: Permissions, views: ParsedViews
       name: 'rmdir', access: 'user', description: 'Remove a directory; recursive removes everything below it.',
       params: z.strictObject({ path, recursive: z.boolean().default(false) }),
       handler: async ({ path, recursive }, ctx) => {
-        views.refuseChange(path, 'remove');
         can?.require(ctx, 'delete', normalizePath(path));
         return (await fs.rmdir(path, { recursive }), ok);
       },

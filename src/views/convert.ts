@@ -14,11 +14,23 @@
  * - .xls .ppt: no well-kept pure-JS reader exists; they raise {@link UnsupportedFormatError}.
  */
 
+import { checkZipExpansion } from './zipcheck.js';
+
 /** A format svc has no converter for; the caller shows a note instead. */
 export class UnsupportedFormatError extends Error {}
 
-/** Convert `data` (a file with extension `ext`, lower case with the dot) to markdown. */
-export async function convertToMarkdown(ext: string, data: Uint8Array): Promise<string> {
+/** Zip-based formats, whose expansion is checked before they are opened. */
+const ZIPPED = new Set(['.docx', '.xlsx', '.pptx', '.odt', '.odp', '.ods', '.epub']);
+
+/** What a zip-based document may expand to, all parts together (default 256 MiB). */
+export const DEFAULT_MAX_EXPANDED = 256 * 1024 * 1024;
+
+/**
+ * Convert `data` (a file with extension `ext`, lower case with the dot) to markdown. A zipped
+ * format whose parts expand to more than `maxExpanded` bytes is refused before it is opened.
+ */
+export async function convertToMarkdown(ext: string, data: Uint8Array, maxExpanded = DEFAULT_MAX_EXPANDED): Promise<string> {
+  if (ZIPPED.has(ext)) checkZipExpansion(data, maxExpanded);
   switch (ext) {
     case '.pdf': return pdf(data);
     case '.docx': return docx(data);

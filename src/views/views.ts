@@ -7,7 +7,9 @@
  * made on demand from the original's content.
  *
  * Conversion is bounded so a huge or hostile document cannot take the daemon down:
- * - originals larger than `maxInputBytes` are not converted;
+ * - originals larger than `maxInputBytes` are not converted, nor zip-based ones whose parts expand
+ *   to more than `maxExpandedBytes` (checked with zlib's output limit before a library opens them:
+ *   the heap limit below does not cover ArrayBuffers);
  * - the converters run in a worker thread (loaded only when a view is first read, so they cost
  *   nothing at start-up), with a V8 heap limit (`maxHeapMb`) and a time limit (`timeoutMs`)
  *   after which the worker is terminated; an idle worker exits after `idleMs`;
@@ -32,6 +34,8 @@ export { PARSEABLE_EXTENSIONS, originalPathOf, viewPathOf } from './names.js';
 export interface ParsedViewsOptions {
   /** Originals larger than this are not converted (default 64 MiB). */
   maxInputBytes?: number;
+  /** A zip-based document (docx, xlsx, pptx, odt, ods, odp, epub) expanding to more is not converted (default 256 MiB). */
+  maxExpandedBytes?: number;
   /** The markdown is cut here (default 16 Mi characters). */
   maxOutputChars?: number;
   /** A conversion still running after this is stopped (default 30 s). */
@@ -56,6 +60,7 @@ export interface RenderedView {
 type Outcome = { text: string } | { error: string; cache: boolean };
 
 const CONTENT_TYPE = 'text/markdown';
+const VERBS = { write: 'write', delete: 'delete', rename: 'rename', mkdir: 'create a directory at', rmdir: 'remove' } as const;
 
 const byPath = (a: { path: string }, b: { path: string }) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
 
@@ -63,6 +68,7 @@ export class ParsedViews {
   readonly #fs: FsService;
   readonly #maxInput: number;
   readonly #maxOutput: number;
+  readonly #maxExpanded: number;
   readonly #timeoutMs: number;
   readonly #maxHeapMb: number;
   readonly #cacheBytes: number;
@@ -80,10 +86,16 @@ export class ParsedViews {
     this.#fs = fs;
     this.#maxInput = opts.maxInputBytes ?? 64 * 1024 * 1024;
     this.#maxOutput = opts.maxOutputChars ?? 16 * 1024 * 1024;
+    this.#maxExpanded = opts.maxExpandedBytes ?? 256 * 1024 * 1024;
     this.#timeoutMs = opts.timeoutMs ?? 30_000;
     this.#maxHeapMb = opts.maxHeapMb ?? 512;
     this.#cacheBytes = opts.cacheBytes ?? 32 * 1024 * 1024;
     this.#idleMs = opts.idleMs ?? 10_000;
+    // Every change to a view is refused where every face's changes pass (RPC, the POSIX methods,
+    // uploads, the FUSE mount), like a read-only mount's.
+    fs.addGuard((kind, paths) => {
+      for (const p of paths) this.refuseChange(p, VERBS[kind]);
+    });
   }
 
   /**
@@ -227,7 +239,7 @@ export class ParsedViews {
       const onExit = (code: number) => finish({ error: `the converter exited (code ${code})`, cache: false }, true);
       const timer = setTimeout(() => finish({ error: `it took longer than ${this.#timeoutMs} ms`, cache: false }, true), this.#timeoutMs);
       worker.on('message', onMessage).on('error', onError).on('exit', onExit);
-      worker.postMessage({ id, ext, data: new Uint8Array(data) } satisfies ConvertJob);
+      worker.postMessage({ id, ext, data: new Uint8Array(data), maxExpanded: this.#maxExpanded } satisfies ConvertJob);
     });
   }
 

@@ -8,13 +8,13 @@
 import { parentPort } from 'node:worker_threads';
 import { convertToMarkdown, UnsupportedFormatError } from './convert.js';
 
-export interface ConvertJob { id: number; ext: string; data: Uint8Array }
+export interface ConvertJob { id: number; ext: string; data: Uint8Array; maxExpanded: number }
 export type ConvertAnswer =
   | { id: number; text: string }
   | { id: number; error: string; unsupported: boolean };
 
 parentPort?.on('message', (job: ConvertJob) => {
-  convertToMarkdown(job.ext, job.data).then(
+  convertToMarkdown(job.ext, job.data, job.maxExpanded).then(
     (text) => parentPort!.postMessage({ id: job.id, text } satisfies ConvertAnswer),
     (err: unknown) => parentPort!.postMessage({
       id: job.id, error: err instanceof Error ? err.message : String(err), unsupported: err instanceof UnsupportedFormatError,

@@ -124,6 +124,17 @@ t.test('changes to a view are refused with -32004 (EROFS on a mount)', async (t)
   t.ok(fx.fs.exists('/v/b_parsed.pdf.md'));
 });
 
+t.test('every face is refused: the POSIX methods and uploads pass the same guard', async (t) => {
+  const f = open(t);
+  t.teardown(() => f.s.views.close());
+  await f.call('write', { path: '/g/a.epub', content: { __type__: 'bytes', data: (await doc.epub()).toString('base64') } });
+  const refused = { code: -32004, data: { path: '/g/a_parsed.epub.md', errno: 'EROFS' } };
+  await t.rejects(f.call('symlink', { path: '/g/a_parsed.epub.md', target: '/g/a.epub' }), refused);
+  await t.rejects(f.call('upload_begin', { path: '/g/a_parsed.epub.md' }), refused);
+  await t.rejects(f.s.fs.write('/g/a_parsed.epub.md', Buffer.from('x')), refused, 'the service itself (the FUSE mount writes here)');
+  t.equal(f.s.fs.exists('/g/a_parsed.epub.md'), false);
+});
+
 t.test('a stored file of a view\'s name wins over the view', async (t) => {
   const { call, put, text } = caller(t);
   await put('/s/r_parsed.pdf.md', 'my own notes');
@@ -151,6 +162,19 @@ t.test('fallbacks: a note saying why, never the raw bytes; the daemon goes on', 
   t.match(await text('/b/old_parsed.doc.md'), /could not convert `old\.doc` to text: the parser failed/);
   await put('/b/ok.rtf', doc.rtf());
   t.match(await text('/b/ok_parsed.rtf.md'), /Hello RTF world/, 'later conversions still work');
+});
+
+t.test('a zip-based document that expands past the limit is refused before a library opens it', async (t) => {
+  const { put, text } = caller(t, { maxExpandedBytes: 1024 * 1024 });
+  const JSZip = (await import('jszip')).default;
+  const bomb = new JSZip();
+  bomb.file('word/document.xml', Buffer.alloc(2 * 1024 * 1024, 0x20));
+  const packed = await bomb.generateAsync({ type: 'nodebuffer', compression: 'DEFLATE' });
+  t.ok(packed.length < 64 * 1024, 'small on disk');
+  await put('/z/bomb.docx', packed);
+  t.match(await text('/z/bomb_parsed.docx.md'), /could not convert `bomb\.docx` to text: the parser failed \(it expands to more than 1048576 bytes\)/);
+  await put('/z/ok.odt', await doc.odt());
+  t.match(await text('/z/ok_parsed.odt.md'), /Meeting Notes/, 'a document within the limit converts');
 });
 
 t.test('a conversion over the time limit is stopped, and the next one runs in a new worker', async (t) => {
