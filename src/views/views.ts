@@ -94,7 +94,8 @@ export class ParsedViews {
     // Every change to a view is refused where every face's changes pass (RPC, the POSIX methods,
     // uploads, the FUSE mount), like a read-only mount's.
     fs.addGuard((kind, paths) => {
-      for (const p of paths) this.refuseChange(p, VERBS[kind]);
+      // Paths here are normalised; only `….md` names can be views (the common case costs one test).
+      for (const p of paths) if (p.endsWith('.md')) this.refuseChange(p, VERBS[kind]);
     });
   }
 
