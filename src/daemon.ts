@@ -12,6 +12,7 @@ import { buildTable, type MethodTable } from './core/method.js';
 import { LmdbStore } from './store/lmdb/index.js';
 import { FsService } from './fs/service.js';
 import { fsMethods } from './fs/methods.js';
+import { ParsedViews } from './views/views.js';
 import { posixMethods } from './fs/posix.js';
 import { Uploads } from './fs/uploads.js';
 import { WorkspaceService } from './workspaces/service.js';
@@ -48,6 +49,8 @@ export interface Services {
   readonly rebac: RebacService;
   /** The permission check of every face (RPC here; FUSE and MCP call the same one). */
   readonly permissions: Permissions;
+  /** Read-only markdown views of stored documents (`X_parsed.pdf.md`); converters load on first use. */
+  readonly views: ParsedViews;
   readonly methods: MethodTable;
 }
 
@@ -80,10 +83,11 @@ export function buildServices(dataDir: string, log: Logger, opts: BuildOptions =
   // No-op for unauthenticated callers (no auth configured) and admins; see auth/permissions.
   const permissions = new Permissions(rebac, enforce);
   const uploads = new Uploads({ spoolDir: join(dataDir, 'spool') });
-  const methods = buildTable(fsMethods(fs, permissions), posixMethods(fs, permissions, uploads),
+  const views = new ParsedViews(fs);
+  const methods = buildTable(fsMethods(fs, permissions, views), posixMethods(fs, permissions, uploads),
     workspaceMethods(workspaces, permissions, (p) => fs.exists(p)), mountMethods(mounts, permissions), adminMethods(admin),
     rebacMethods(rebac, enforce), namespaceMethods(namespaces, enforce));
-  return { store, events, fs, workspaces, mounts, keys, admin, namespaces, rebac, permissions, methods };
+  return { store, events, fs, workspaces, mounts, keys, admin, namespaces, rebac, permissions, views, methods };
 }
 
 export class Daemon {
@@ -192,6 +196,7 @@ export class Daemon {
     await this.#fuse?.stop();
     this.#fuseJournal?.close();
     await this.#services?.mounts.close();
+    await this.#services?.views.close();
     await this.#services?.fs.close();
     await this.#services?.store.close();
     this.log.info('svc stopped');

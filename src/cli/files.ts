@@ -25,9 +25,12 @@ export function fileCommands(cli: Argv): Argv {
       (y) => clientOptions(y)
         .positional('path', { type: 'string', default: '/', describe: 'Directory to list' })
         .option('long', { alias: 'l', type: 'boolean', default: false, describe: 'Table with size, version and modification time' })
-        .option('recursive', { alias: 'r', type: 'boolean', default: false, describe: 'Everything below the directory' }),
+        .option('recursive', { alias: 'r', type: 'boolean', default: false, describe: 'Everything below the directory' })
+        .option('parsed', {
+          type: 'boolean', default: true, describe: 'Show the read-only markdown views (X_parsed.pdf.md) of documents; --no-parsed hides them',
+        }),
       (a) => run(a, async ({ client, json }) => {
-        const entries = await listOrFile(client, a.path, a.recursive, a.long);
+        const entries = await listOrFile(client, a.path, a.recursive, a.long, a.parsed);
         if (json) return printJson(entries);
         if (!a.long) return printLines(entries as string[]);
         return printLines(longListing(entries as Entry[]));
@@ -177,9 +180,11 @@ export function fileCommands(cli: Argv): Argv {
  * `list` for a directory; for a file (ENOTDIR), its own entry, like `ls FILE` in a shell.
  * The RPC default is recursive, so `recursive` is always sent.
  */
-async function listOrFile(client: SvcClient, path: string, recursive: boolean, details: boolean): Promise<string[] | Entry[]> {
+async function listOrFile(
+  client: SvcClient, path: string, recursive: boolean, details: boolean, parsed: boolean,
+): Promise<string[] | Entry[]> {
   try {
-    return (await client.call('list', { path, recursive, details })) as string[] | Entry[];
+    return (await client.call('list', { path, recursive, details, show_parsed: parsed })) as string[] | Entry[];
   } catch (err) {
     const data = err instanceof RpcError ? (err.data as { errno?: unknown } | undefined) : undefined;
     if (data?.errno !== 'ENOTDIR') throw err;

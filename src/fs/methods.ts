@@ -10,6 +10,7 @@ import type { FsService } from './service.js';
 import type { OperationContext } from '../core/context.js';
 import { normalizeFilePath, normalizePath, parentOf } from '../core/paths.js';
 import { outermostMissing, type Permissions } from '../auth/permissions.js';
+import { ParsedViews } from '../views/views.js';
 
 const path = z.string();
 const version = z.number().int().min(1);
@@ -26,8 +27,12 @@ const ok = { success: true } as const;
  * rollback needs `write`. list, glob and grep show only what the caller may read (a directory
  * when it or anything below it is readable). A newly created file or directory gets its creator
  * as direct_owner.
+ *
+ * Parsed views (views/views): `X_parsed.EXT.md` next to a stored document `X.EXT` reads as its
+ * markdown, exists while `X.EXT` does, is checked with `X.EXT`'s permissions, and refuses every
+ * change with -32004 (a guard on the service); list shows views unless `show_parsed` is false.
  */
-export function fsMethods(fs: FsService, perms?: Permissions) {
+export function fsMethods(fs: FsService, perms?: Permissions, views: ParsedViews = new ParsedViews(fs)) {
   const can = perms;
   /** Everything below a directory, for the visibility of directories the caller may not read. */
   const below = (dir: string) => fs.list(dir, { recursive: true }).map((e) => e.path);
@@ -40,10 +45,24 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
   };
   return [
     defineMethod({
-      name: 'read', access: 'user', description: 'Read a file; with return_metadata, base64 content plus metadata.',
+      name: 'read', access: 'user',
+      description: 'Read a file; with return_metadata, base64 content plus metadata. X_parsed.EXT.md beside a document X.EXT '
+        + '(and not stored itself) reads as its markdown (README: Parsed views).',
       params: z.strictObject({ path, return_metadata: z.boolean().default(false) }),
-      handler: ({ path, return_metadata }, ctx) => {
-        can?.require(ctx, 'read', normalizeFilePath(path));
+      handler: async ({ path, return_metadata }, ctx) => {
+        const original = views.originalOf(path);
+        can?.require(ctx, 'read', original ?? normalizeFilePath(path));
+        if (original !== undefined) {
+          const { record, view } = await views.read(original);
+          if (!return_metadata) return view.content;
+          return {
+            content: view.content.toString('base64'), encoding: 'base64' as const,
+            metadata: {
+              size: view.content.length, etag: view.etag, version: record.version,
+              modified_at: new Date(record.modified), content_type: ParsedViews.contentType,
+            },
+          };
+        }
         const { record, content } = fs.read(path);
         if (!return_metadata) return content;
         return {
@@ -102,6 +121,9 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
       name: 'exists', access: 'user', description: 'Whether a file or directory exists; false for what the caller may not read.',
       params: z.strictObject({ path }),
       handler: ({ path }, ctx) => {
+        const original = views.originalOf(path);
+        // A view exists for whoever may read its original.
+        if (original !== undefined) return { exists: !can?.applies(ctx) || can.can(ctx, 'read', original) };
         const exists = fs.exists(path);
         // What the caller may not see does not exist for it (false, not -32004).
         if (!exists || !can?.applies(ctx)) return { exists };
@@ -112,8 +134,10 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
     defineMethod({
       name: 'get_metadata', access: 'user', description: 'Metadata of a file or directory; null when absent.',
       params: z.strictObject({ path }),
-      handler: ({ path }, ctx) => {
-        can?.require(ctx, 'read', normalizeFilePath(path));
+      handler: async ({ path }, ctx) => {
+        const original = views.originalOf(path);
+        can?.require(ctx, 'read', original ?? normalizeFilePath(path));
+        if (original !== undefined) return views.metadata(path, original);
         return fs.getMetadata(path);
       },
     }),
@@ -145,10 +169,14 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
         path: z.string().default('/'), recursive: z.boolean().default(true), details: z.boolean().default(false),
         prefix: z.string().optional().describe('only entries whose full path starts with this (a leading / is added)'),
         show_parsed: z.boolean().default(true)
-          .describe('accepted for compatibility with the spec; svc keeps no parsed views of files, so it changes nothing'),
+          .describe('also list the read-only markdown view X_parsed.EXT.md of every document X.EXT (.pdf .docx .doc .xlsx .xls '
+            + '.pptx .ppt .odt .ods .odp .rtf .epub) listed; in details, a view has its original\'s size, etag and version'),
       }),
-      handler: ({ path, recursive, details, prefix }, ctx) => {
-        let entries = fs.list(path, { recursive, prefix });
+      handler: ({ path, recursive, details, prefix, show_parsed }, ctx) => {
+        // A view's name may match a prefix its original's does not (`/d/a_` and `/d/a.pdf`): list the
+        // prefix's whole directory, add the views, then filter.
+        const wide = show_parsed && prefix !== undefined ? prefix.slice(0, prefix.lastIndexOf('/') + 1) || undefined : prefix;
+        let entries = fs.list(path, { recursive, prefix: wide });
         if (can?.applies(ctx)) {
           if (recursive) {
             // Everything below a listed directory is listed too: a directory is shown when it or an entry below it is readable.
@@ -165,6 +193,13 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
             entries = entries.filter((e) => visible(e.path, e.is_directory));
           }
         }
+        if (show_parsed) {
+          entries = views.withViews(entries);
+          if (prefix !== wide) {
+            const full = prefix!.startsWith('/') ? prefix! : '/' + prefix!;
+            entries = entries.filter((e) => e.path.startsWith(full));
+          }
+        }
         return details ? entries : entries.map((e) => e.path);
       },
     }),
@@ -172,6 +207,11 @@ export function fsMethods(fs: FsService, perms?: Permissions) {
       name: 'is_directory', access: 'user', description: 'Whether a path is a directory.',
       params: z.strictObject({ path }),
       handler: ({ path }, ctx) => {
+        const original = views.originalOf(path);
+        if (original !== undefined) {
+          can?.require(ctx, 'read', original);
+          return { is_directory: false };
+        }
         // A directory the caller may not read but holds something readable in (list shows it) answers too.
         if (can?.applies(ctx) && !can.can(ctx, 'read', normalizePath(path))) {
           if (!(fs.isDirectory(path) && visibility(ctx)!(path, true))) can.require(ctx, 'read', normalizePath(path));

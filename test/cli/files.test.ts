@@ -110,6 +110,15 @@ t.test('ls is non-recursive by default, -r lists everything, -l is a table', asy
   t.equal(missing.stderr, 'svc: error -32000: Directory not found: /no/such/dir\n');
 });
 
+t.test('ls shows the markdown views of documents; --no-parsed hides them', async (t) => {
+  await put('/papers/a.rtf', '{\\rtf1 Hello}');
+  await put('/papers/b.txt', 'b');
+  const [shown, hidden] = await Promise.all([run(['ls', '/papers']), run(['ls', '/papers', '--no-parsed'])]);
+  t.equal(shown.out, '/papers/a.rtf\n/papers/a_parsed.rtf.md\n/papers/b.txt\n');
+  t.equal(hidden.out, '/papers/a.rtf\n/papers/b.txt\n');
+  t.equal((await run(['cat', '/papers/a_parsed.rtf.md'])).out, 'Hello\n');
+});
+
 t.test('stat prints key: value lines; --json the metadata record', async (t) => {
   await put('/s/file.md', '# title\n');
   const [file, dir, json, missing] = await Promise.all([
