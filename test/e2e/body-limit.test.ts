@@ -70,6 +70,32 @@ t.test('body limit', async (t) => {
     await stillServing(t, d, 'after 413');
   });
 
+  t.test('after an early 413 the rest of the body is read, so a client still sending gets the answer, not a reset', async (t) => {
+    // Raw socket: headers, then the body in pieces that keep coming after the 413 has arrived;
+    // then a second request on the same connection, which is answered.
+    const socket = connect(d.port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    let received = '';
+    socket.on('data', (c: Buffer) => (received += c.toString()));
+    const errors: Error[] = [];
+    socket.on('error', (e) => errors.push(e));
+    const total = 3 * LIMIT;
+    socket.write(`POST /api/nfs/write HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`);
+    const piece = Buffer.alloc(256 * 1024, 0x20);
+    for (let sent = 0; sent < total; sent += piece.length) {
+      await new Promise<void>((resolve) => socket.write(piece, () => resolve()));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    t.match(received, /^HTTP\/1\.1 413 /, 'the 413 arrived');
+    const ping = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'exists', params: { path: '/nothing' } });
+    socket.write(`POST /api/nfs/exists HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${ping.length}\r\n\r\n${ping}`);
+    const deadline = Date.now() + 10_000;
+    while (!/"id":7/.test(received) && Date.now() < deadline && errors.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    t.same(errors, [], 'no EPIPE or reset while sending the rest');
+    t.match(received, /HTTP\/1\.1 200 [\s\S]*"result":\{"exists":false\}/, 'the same connection serves the next request');
+    socket.destroy();
+  });
+
   t.test('a larger chunked body (no Content-Length) is 413 too', async (t) => {
     const res = await post(d, '/api/nfs/write', envelopeOfSize('/limit/chunked.bin', 2 * LIMIT), { chunked: true });
     t.equal(res.status, 413);

@@ -161,7 +161,7 @@ export class HttpFace {
       body = await readBody(req, this.#opts.maxBody);
     } catch (err) {
       if (err instanceof SvcError) {
-        res.setHeader('Connection', 'close');
+        discardRest(req);
         this.#json(res, err.httpStatus, dispatcher.errorResponse(null, err));
       } // else: the client went away mid-body; nothing to answer, nothing was written.
       return;
@@ -248,6 +248,33 @@ function idOf(envelope: unknown): string | number | null {
     if (typeof id === 'string' || typeof id === 'number') return id;
   }
   return null;
+}
+
+/** Bytes of a refused body read and thrown away before the connection is cut instead. */
+const DISCARD_MAX_BYTES = 64 * 1024 * 1024;
+/** How long a refused body may keep arriving before the connection is cut. */
+const DISCARD_MAX_MS = 10_000;
+
+/**
+ * After answering a refused body early (413), read the rest of it and throw it away, so the client
+ * gets to read the answer: closing a socket with unread data makes the kernel reset the connection,
+ * and a client still sending then sees EPIPE/ECONNRESET instead of the 413. Bounded: past
+ * {@link DISCARD_MAX_BYTES} or {@link DISCARD_MAX_MS} the connection is cut anyway. Once the body
+ * has ended the connection is reused as usual.
+ */
+function discardRest(req: IncomingMessage): void {
+  if (req.complete) return;
+  let discarded = 0;
+  const cut = () => req.socket.destroy();
+  const timer = setTimeout(cut, DISCARD_MAX_MS);
+  timer.unref();
+  req.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > DISCARD_MAX_BYTES) cut();
+  });
+  req.once('end', () => clearTimeout(timer));
+  req.once('close', () => clearTimeout(timer));
+  req.resume();
 }
 
 /** Read a request body up to `limit` bytes; 413 (-32600) beyond it; rejects plainly when the client aborts. */
