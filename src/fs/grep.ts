@@ -19,6 +19,7 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { once } from 'node:events';
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { InvalidParamsError } from '../core/errors.js';
 
@@ -160,6 +161,8 @@ export interface GrepperOptions {
   batchBytes?: number;
   /** Workers kept idle for the next grep. */
   idleWorkers?: number;
+  /** Greps running at once (one worker each); more wait their turn. Default: the number of CPUs. */
+  maxWorkers?: number;
 }
 
 /** A file to search: its path and its content, chunk by chunk (read lazily). */
@@ -178,17 +181,26 @@ const FIRST_BATCH_BYTES = 32 * 1024;
 
 const WORKER_SOURCE = `(${grepWorkerMain.toString()})(require('node:worker_threads').parentPort)`;
 
-/** Runs grep jobs on worker threads, one worker per job, keeping a few idle for reuse. */
+/**
+ * Runs grep jobs on worker threads, one worker per job and at most one job per CPU at once (more
+ * workers would only compete for the same cores, and each costs a start-up), keeping a few idle
+ * for reuse.
+ */
 export class Grepper {
   readonly #stallMs: number;
   readonly #batchBytes: number;
   readonly #idleMax: number;
+  readonly #maxWorkers: number;
   readonly #idle: Worker[] = [];
+  /** Workers started and not yet terminated, idle ones included. */
+  #live = 0;
+  readonly #queue: (() => void)[] = [];
 
   constructor(opts: GrepperOptions = {}) {
     this.#stallMs = opts.stallMs ?? 5000;
     this.#batchBytes = opts.batchBytes ?? 1024 * 1024;
-    this.#idleMax = opts.idleWorkers ?? 2;
+    this.#maxWorkers = Math.max(1, opts.maxWorkers ?? availableParallelism());
+    this.#idleMax = Math.min(opts.idleWorkers ?? 2, this.#maxWorkers);
   }
 
   /** Compiles the pattern here first, so an invalid one is -32602 before any worker is involved. */
@@ -202,7 +214,7 @@ export class Grepper {
 
   async run(opts: { pattern: string; ignoreCase: boolean; max: number; maxLine: number; files: Iterable<GrepFile> }): Promise<GrepMatch[]> {
     const re = Grepper.compile(opts.pattern, opts.ignoreCase);
-    const worker = this.#idle.pop() ?? await this.#spawn();
+    const worker = await this.#acquire();
     const job = new Job(worker, this.#stallMs, opts.pattern);
     try {
       // The whole-text prefilter can hide a per-line match where lookarounds see across a line
@@ -258,7 +270,7 @@ export class Grepper {
       this.#release(worker);
       return out.length > opts.max ? out.slice(0, opts.max) : out;
     } catch (err) {
-      void worker.terminate();
+      this.#discard(worker);
       throw err;
     } finally {
       job.dispose();
@@ -267,7 +279,24 @@ export class Grepper {
 
   /** Stops the idle workers. */
   async close(): Promise<void> {
-    await Promise.all(this.#idle.splice(0).map((w) => w.terminate()));
+    const idle = this.#idle.splice(0);
+    this.#live -= idle.length;
+    await Promise.all(idle.map((w) => w.terminate()));
+  }
+
+  /** An idle worker, else a new one if under the limit, else the next one released. */
+  async #acquire(): Promise<Worker> {
+    while (this.#idle.length === 0 && this.#live >= this.#maxWorkers) await new Promise<void>((resolve) => this.#queue.push(resolve));
+    const idle = this.#idle.pop();
+    if (idle) return idle;
+    this.#live++;
+    try {
+      return await this.#spawn();
+    } catch (err) {
+      this.#live--;
+      this.#queue.shift()?.();
+      throw err;
+    }
   }
 
   /** A new worker, once running: its start-up does not count against the stall budget. */
@@ -280,14 +309,27 @@ export class Grepper {
     // An idle worker that fails is dropped (a busy one's failure also fails its grep, in Job).
     w.on('error', () => {
       const i = this.#idle.indexOf(w);
-      if (i >= 0) this.#idle.splice(i, 1);
+      if (i >= 0) this.#discard(w);
     });
     return w;
   }
 
   #release(worker: Worker): void {
-    if (this.#idle.length < this.#idleMax) this.#idle.push(worker);
-    else void worker.terminate();
+    if (this.#idle.length < this.#idleMax || this.#queue.length > 0) {
+      this.#idle.push(worker);
+      this.#queue.shift()?.();
+    } else {
+      this.#discard(worker);
+    }
+  }
+
+  /** Terminate a worker (failed, stalled or surplus) and let a waiting grep start another. */
+  #discard(worker: Worker): void {
+    const i = this.#idle.indexOf(worker);
+    if (i >= 0) this.#idle.splice(i, 1);
+    void worker.terminate();
+    this.#live--;
+    this.#queue.shift()?.();
   }
 }
 

@@ -64,3 +64,15 @@ t.test('a file that goes away while grep reads it is left out, the others are no
   });
   t.same(hits.map((h) => h.file), ['/a', '/a', '/c']);
 });
+
+t.test('greps beyond the worker limit wait their turn, also behind one that is stopped', async (t) => {
+  const { fs } = makeFs(t, { grep: { stallMs: 300, maxWorkers: 1 } });
+  await fs.write('/r/a.txt', b(`${EVIL}\n`));
+  await fs.write('/r/b.txt', b('needle one\nneedle two\n'));
+  const evil = fs.grep({ pattern: '(a+)+$', ignoreCase: true });
+  const fine = Array.from({ length: 5 }, (_, i) => fs.grep({ pattern: 'needle', maxResults: 1 + (i % 2) }));
+  await t.rejects(evil, { code: -32602 });
+  const results = await Promise.all(fine);
+  t.same(results.map((r) => r.length), [1, 2, 1, 2, 1], 'each queued grep ran, with its own max_results');
+  t.same(await fs.grep({ pattern: 'two' }), [{ file: '/r/b.txt', line: 2, content: 'needle two', match: 'two' }]);
+});
