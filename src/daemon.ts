@@ -133,6 +133,10 @@ export class Daemon {
     });
     this.#services = services;
     await services.fs.upgrade();
+    // Chunks stored ahead of a commit that never came (the FUSE mount writes a large file's chunks
+    // as they complete): a crash or a stop left their holds; nothing else references them.
+    const dropped = await services.fs.dropPendingHolds();
+    if (dropped > 0) log.info({ holds: dropped }, 'dropped chunk holds of files left uncommitted');
     await services.mounts.activateSaved();
     await services.workspaces.sweepExpired();
     // An expired workspace is invisible at once; this releases what its snapshots pinned.

@@ -9,6 +9,11 @@
  *   superseded. Entries and version rows own one chunk reference each per chunk they list;
  * - a chunk's reference count is its `refs` row, or 1 when it has none: most chunks have one
  *   user, and not writing a row for them keeps a new file's commit to two rows (entry, chunk);
+ * - a pending hold ({@link FsService.holdChunks}: a chunk stored while its file is still being
+ *   written, before the commit that will list it) is one reference too, counted in the chunk's
+ *   `pending_chunks` row (hash → holds). A commit takes a hold over as its entry's reference; a
+ *   hold given up, or left by a crash ({@link FsService.dropPendingHolds} at start-up), is one
+ *   reference fewer, so a chunk stored early never outlives the file it was written for;
  * - a directory exists as an entry before anything is stored below it (writes create parents);
  * - a transaction callback does all its checks before its first write, so a refused request
  *   leaves no trace (lmdb-js commits whatever a callback wrote before it threw).
@@ -93,6 +98,22 @@ export interface ContentPiece {
   hash?: string | undefined;
   /** Byte length of `data`, when known without loading it (with `hash`: the chunk is not loaded to hash it). */
   size?: number | undefined;
+  /**
+   * The caller holds this chunk ({@link FsService.holdChunks}; `hash` is then required): the
+   * commit takes that hold over as the entry's reference instead of adding one.
+   */
+  held?: boolean | undefined;
+}
+
+/** A chunk to store ahead of its file's commit ({@link FsService.holdChunks}). */
+export interface HoldRequest {
+  /** SHA-256 (hex) of the bytes. */
+  hash: string;
+  /**
+   * The bytes, asked for inside the transaction; undefined: no longer wanted (the writer changed
+   * them since they were hashed), nothing is stored or held.
+   */
+  data: () => Uint8Array | undefined;
 }
 
 /** {@link FsService.writeChunks} options. */
@@ -198,6 +219,8 @@ export class FsService {
   readonly #entries: Table<EntryRecord>;
   readonly #versions: Table<VersionRecord>;
   readonly #refs: Table<number>;
+  /** Pending holds per chunk (see the module note); no row: none. */
+  readonly #pending: Table<number>;
   readonly #meta: Table<number>;
   readonly #guards: MutationGuard[] = [];
   readonly #hooks: CommitHook[] = [];
@@ -211,6 +234,7 @@ export class FsService {
     this.#entries = deps.store.table<EntryRecord>('entries');
     this.#versions = deps.store.table<VersionRecord>('versions');
     this.#refs = deps.store.table<number>('refs');
+    this.#pending = deps.store.table<number>('pending_chunks');
     this.#meta = deps.store.table<number>('fs_meta');
   }
 
@@ -243,6 +267,60 @@ export class FsService {
       for (const key of single) this.#refs.remove(key);
       this.#meta.put(LAYOUT_KEY, LAYOUT);
     });
+  }
+
+  /**
+   * Store chunks of a file still being written, each with a pending hold, so that its commit only
+   * writes the entry (the FUSE mount calls it as chunks complete). A chunk already stored is not
+   * stored again: the hold is one more reference on it. `release` gives up holds taken earlier
+   * (one per hash listed; the chunk goes once nothing else references it). One transaction,
+   * `durable: false` unless asked otherwise: a crash before the commit is settled at start-up by
+   * {@link dropPendingHolds}. Returns, for each request, whether it is now held.
+   */
+  async holdChunks(
+    requests: readonly HoldRequest[], release: readonly string[] = [], opts: { durable?: boolean } = {},
+  ): Promise<boolean[]> {
+    if (requests.length === 0 && release.length === 0) return [];
+    return this.#store.transact(() => {
+      // Checks (and reads) first: every bytes and hold to give up, before the first write.
+      const bytes = requests.map((r) => r.data());
+      const giveUp = countOf(release);
+      for (const [hash, n] of giveUp) {
+        if ((this.#pending.get(hash) ?? 0) < n) throw new Error(`chunk ${hash} has fewer than ${n} pending holds`);
+      }
+      const held = requests.map((r, i) => {
+        const data = bytes[i];
+        if (data === undefined) return false;
+        this.#ref(r.hash, data);
+        this.#pending.put(r.hash, (this.#pending.get(r.hash) ?? 0) + 1);
+        return true;
+      });
+      for (const [hash, n] of giveUp) {
+        for (let k = 0; k < n; k++) this.#dropHold(hash);
+      }
+      return held;
+    }, { durable: opts.durable === true });
+  }
+
+  /**
+   * Give up every pending hold (the composition root calls it at start-up, before serving: holds
+   * left then belong to files a crash or a stop interrupted). Returns the holds dropped.
+   */
+  async dropPendingHolds(): Promise<number> {
+    if (first(this.#pending.range({})) === undefined) return 0;
+    return this.#store.transact(() => {
+      const rows = [...this.#pending.range({})];
+      let n = 0;
+      for (const { key, value } of rows) {
+        for (let k = 0; k < value; k++, n++) this.#dropHold(key);
+      }
+      return n;
+    });
+  }
+
+  /** Pending holds on a chunk (tests, diagnostics). */
+  pendingHolds(hash: string): number {
+    return this.#pending.get(hash) ?? 0;
   }
 
   /** Add a check run before every client change. */
@@ -346,10 +424,10 @@ export class FsService {
           }
           size += n;
         }
-        return await this.#commitVersion(p, opts.etag, size, pieces.map((c) => ({ hash: c.hash!, data: c.data })), opts);
+        return await this.#commitVersion(p, opts.etag, size, pieces.map((c) => ({ hash: c.hash!, data: c.data, held: c.held })), opts);
       }
       const whole = createHash('sha256');
-      const chunks: { hash: string; data: Uint8Array | (() => Uint8Array) }[] = [];
+      const chunks: CommitChunk[] = [];
       let size = 0;
       for (const [i, piece] of pieces.entries()) {
         const data = typeof piece.data === 'function' ? piece.data() : piece.data;
@@ -360,7 +438,8 @@ export class FsService {
         whole.update(data);
         size += n;
         // A loaded piece is not kept: it is loaded again inside the commit if the store lacks it.
-        chunks.push({ hash: piece.hash ?? sha256(data), data: piece.data });
+        if (piece.held && piece.hash === undefined) throw new Error(`writeChunks: held piece ${i} has no hash`);
+        chunks.push({ hash: piece.hash ?? sha256(data), data: piece.data, held: piece.held });
       }
       const etag = whole.digest('hex');
       // An empty file is one empty chunk, as write() stores it.
@@ -373,7 +452,7 @@ export class FsService {
 
   /** Store one new version of `p` made of `pieces` (checks first, then writes: see the module note). */
   async #commitVersion(
-    p: string, etag: string, size: number, pieces: { hash: string; data: Uint8Array | (() => Uint8Array) }[], opts: WriteOptions,
+    p: string, etag: string, size: number, pieces: CommitChunk[], opts: WriteOptions,
   ): Promise<WriteResult> {
     const now = Date.now();
     const result = await this.#transact(opts, () => {
@@ -393,9 +472,17 @@ export class FsService {
           }
         }
       }
+      const holds = countOf(pieces.filter((c) => c.held).map((c) => c.hash));
+      for (const [hash, n] of holds) {
+        if ((this.#pending.get(hash) ?? 0) < n) throw new Error(`chunk ${hash} has fewer than ${n} pending holds`);
+      }
       this.#createDirs(missingParents, now);
       const version = (existing?.version ?? 0) + 1;
-      for (const piece of pieces) this.#ref(piece.hash, piece.data);
+      // A held chunk's hold becomes the entry's reference: one pending hold fewer, the count unchanged.
+      for (const piece of pieces) {
+        if (piece.held) this.#takeHold(piece.hash);
+        else this.#ref(piece.hash, piece.data);
+      }
       const contentType = contentTypeOf(p);
       const chunks = pieces.map((c) => c.hash);
       // The version being replaced joins the history; the new one lives in the entry.
@@ -931,6 +1018,19 @@ export class FsService {
     this.#refs.put(hash, (this.#refs.get(hash) ?? 1) + 1);
   }
 
+  /** A pending hold turns into an ordinary reference (the chunk's count is unchanged). */
+  #takeHold(hash: string): void {
+    const n = this.#pending.get(hash) ?? 0;
+    if (n <= 1) this.#pending.remove(hash);
+    else this.#pending.put(hash, n - 1);
+  }
+
+  /** A pending hold is given up: one reference fewer. */
+  #dropHold(hash: string): void {
+    this.#takeHold(hash);
+    this.#unref(hash);
+  }
+
   /** One reference fewer; the last one frees the chunk. */
   #unref(hash: string): void {
     const n = this.#refs.get(hash) ?? 1;
@@ -1012,6 +1112,13 @@ export class FsService {
   }
 }
 
+/** A chunk of a new version: its hash, bytes (or their loader) and whether the writer holds it. */
+interface CommitChunk {
+  hash: string;
+  data: Uint8Array | (() => Uint8Array);
+  held?: boolean | undefined;
+}
+
 /** The layout {@link FsService.upgrade} brings a data directory to. */
 const LAYOUT_KEY = 'layout';
 const LAYOUT = 2;
@@ -1050,6 +1157,13 @@ function first<T>(it: Iterable<T>): T | undefined {
 
 function byPath(a: { path: string }, b: { path: string }): number {
   return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+}
+
+/** How many times each value occurs. */
+function countOf(values: Iterable<string>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const v of values) out.set(v, (out.get(v) ?? 0) + 1);
+  return out;
 }
 
 function splitChunks(content: Uint8Array, etag: string): { hash: string; data: Uint8Array }[] {
