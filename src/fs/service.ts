@@ -110,7 +110,8 @@ export interface HoldRequest {
   /** SHA-256 (hex) of the bytes. */
   hash: string;
   /**
-   * The bytes, asked for inside the transaction; undefined: no longer wanted (the writer changed
+   * The bytes, asked for inside the transaction just before they are stored (used at once: they
+   * may be in a buffer the next request reuses); undefined: no longer wanted (the writer changed
    * them since they were hashed), nothing is stored or held.
    */
   data: () => Uint8Array | undefined;
@@ -282,14 +283,20 @@ export class FsService {
   ): Promise<boolean[]> {
     if (requests.length === 0 && release.length === 0) return [];
     return this.#store.transact(() => {
-      // Checks (and reads) first: every bytes and hold to give up, before the first write.
-      const bytes = requests.map((r) => r.data());
+      // Checks first: the holds to give up, before the first write.
       const giveUp = countOf(release);
       for (const [hash, n] of giveUp) {
         if ((this.#pending.get(hash) ?? 0) < n) throw new Error(`chunk ${hash} has fewer than ${n} pending holds`);
       }
-      const held = requests.map((r, i) => {
-        const data = bytes[i];
+      const held = requests.map((r) => {
+        // Asked for one at a time, just before it is stored (the caller may read each into one
+        // reused buffer); bytes that cannot be read are not held (the commit stores them).
+        let data: Uint8Array | undefined;
+        try {
+          data = r.data();
+        } catch {
+          data = undefined;
+        }
         if (data === undefined) return false;
         this.#ref(r.hash, data);
         this.#pending.put(r.hash, (this.#pending.get(r.hash) ?? 0) + 1);

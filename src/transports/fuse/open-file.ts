@@ -323,6 +323,11 @@ export class OpenFile {
     });
   }
 
+  /** Wait for the chunks being stored ahead of the commit, and take their holds (tests, diagnostics). */
+  storesSettled(): Promise<void> {
+    return this.#exclusive(() => this.#settleStores());
+  }
+
   /** Chunks whose hash is being or has been computed while written (tests, diagnostics). */
   get hashedChunks(): number {
     return this.#hashes.size;
