@@ -347,6 +347,14 @@ t.test('the chunk store takes bytes backed by a SharedArrayBuffer', async (t) =>
   noise(CHUNK_SIZE, 81).copy(shared);
   await f.fs.writeChunks('/shared', [{ data: shared }]);
   t.ok(f.fs.read('/shared').content.equals(shared));
+  // Several in one transaction (each copied through the store's one reused buffer) stay distinct.
+  const parts = [82, 83, 84].map((seed) => {
+    const buf = Buffer.from(new SharedArrayBuffer(CHUNK_SIZE));
+    noise(CHUNK_SIZE, seed).copy(buf);
+    return buf;
+  });
+  await f.fs.writeChunks('/shared3', parts.map((data) => ({ data })));
+  t.ok(f.fs.read('/shared3').content.equals(Buffer.concat(parts)), 'every chunk stored as it was');
 });
 
 t.test('the spool reads a chunk into a reused buffer, zero-filling what was never written', async (t) => {
