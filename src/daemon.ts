@@ -139,6 +139,10 @@ export class Daemon {
     });
     this.#services = services;
     await services.fs.upgrade();
+    // Chunks stored ahead of a commit that never came (the FUSE mount writes a large file's chunks
+    // as they complete): a crash or a stop left their holds; nothing else references them.
+    const dropped = await services.fs.dropPendingHolds();
+    if (dropped > 0) log.info({ holds: dropped }, 'dropped chunk holds of files left uncommitted');
     await services.mounts.activateSaved();
     // Closes the in-process mount answered but had not committed when the daemon stopped (kill -9).
     this.#fuseJournal = await FuseJournal.recover({ dataDir: config.dataDir, fs: services.fs, log: log.child({ component: 'fuse' }) });

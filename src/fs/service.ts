@@ -9,6 +9,11 @@
  *   superseded. Entries and version rows own one chunk reference each per chunk they list;
  * - a chunk's reference count is its `refs` row, or 1 when it has none: most chunks have one
  *   user, and not writing a row for them keeps a new file's commit to two rows (entry, chunk);
+ * - a pending hold ({@link FsService.holdChunks}: a chunk stored while its file is still being
+ *   written, before the commit that will list it) is one reference too, counted in the chunk's
+ *   `pending_chunks` row (hash → holds). A commit takes a hold over as its entry's reference; a
+ *   hold given up, or left by a crash ({@link FsService.dropPendingHolds} at start-up), is one
+ *   reference fewer, so a chunk stored early never outlives the file it was written for;
  * - a directory exists as an entry before anything is stored below it (writes create parents);
  * - a transaction callback does all its checks before its first write, so a refused request
  *   leaves no trace (lmdb-js commits whatever a callback wrote before it threw).
@@ -99,6 +104,33 @@ export interface ContentPiece {
   hash?: string | undefined;
   /** Byte length of `data`, when known without loading it (with `hash`: the chunk is not loaded to hash it). */
   size?: number | undefined;
+  /**
+   * The caller holds this chunk ({@link FsService.holdChunks}; `hash` is then required): the
+   * commit takes that hold over as the entry's reference instead of adding one.
+   */
+  held?: boolean | undefined;
+}
+
+/** A chunk to store ahead of its file's commit ({@link FsService.holdChunks}). */
+export interface HoldRequest {
+  /** SHA-256 (hex) of the bytes. */
+  hash: string;
+  /**
+   * The bytes, asked for inside the transaction just before they are stored (used at once: they
+   * may be in a buffer the next request reuses); undefined: no longer wanted (the writer changed
+   * them since they were hashed), nothing is stored or held.
+   */
+  data: () => Uint8Array | undefined;
+}
+
+/** {@link FsService.writeChunks} options. */
+export interface WriteChunksOptions extends WriteOptions {
+  /**
+   * SHA-256 (hex) of the whole content, when the caller computed it while the bytes were written.
+   * Used only when every piece also carries its `hash` and `size`: then no piece is loaded to hash
+   * it (a piece new to the store is still loaded once, to store it).
+   */
+  etag?: string | undefined;
 }
 
 /** {@link FsService.writeChunks} options. */
@@ -210,6 +242,8 @@ export class FsService {
   readonly #versions: Table<VersionRecord>;
   readonly #refs: Table<number>;
   readonly #meta: Table<number>;
+  /** Pending holds per chunk (see the module note); no row: none. */
+  readonly #pending: Table<number>;
   readonly #guards: MutationGuard[] = [];
   readonly #hooks: CommitHook[] = [];
   readonly #grepper: Grepper;
@@ -223,6 +257,7 @@ export class FsService {
     this.#versions = deps.store.table<VersionRecord>('versions');
     this.#refs = deps.store.table<number>('refs');
     this.#meta = deps.store.table<number>('fs_meta');
+    this.#pending = deps.store.table<number>('pending_chunks');
   }
 
   /**
@@ -254,6 +289,66 @@ export class FsService {
       for (const key of single) this.#refs.remove(key);
       this.#meta.put(LAYOUT_KEY, LAYOUT);
     });
+  }
+
+  /**
+   * Store chunks of a file still being written, each with a pending hold, so that its commit only
+   * writes the entry (the FUSE mount calls it as chunks complete). A chunk already stored is not
+   * stored again: the hold is one more reference on it. `release` gives up holds taken earlier
+   * (one per hash listed; the chunk goes once nothing else references it). One transaction,
+   * `durable: false` unless asked otherwise: a crash before the commit is settled at start-up by
+   * {@link dropPendingHolds}. Returns, for each request, whether it is now held.
+   */
+  async holdChunks(
+    requests: readonly HoldRequest[], release: readonly string[] = [], opts: { durable?: boolean } = {},
+  ): Promise<boolean[]> {
+    if (requests.length === 0 && release.length === 0) return [];
+    return this.#store.transact(() => {
+      // Checks first: the holds to give up, before the first write.
+      const giveUp = countOf(release);
+      for (const [hash, n] of giveUp) {
+        if ((this.#pending.get(hash) ?? 0) < n) throw new Error(`chunk ${hash} has fewer than ${n} pending holds`);
+      }
+      const held = requests.map((r) => {
+        // Asked for one at a time, just before it is stored (the caller may read each into one
+        // reused buffer); bytes that cannot be read are not held (the commit stores them).
+        let data: Uint8Array | undefined;
+        try {
+          data = r.data();
+        } catch {
+          data = undefined;
+        }
+        if (data === undefined) return false;
+        this.#ref(r.hash, data);
+        this.#pending.put(r.hash, (this.#pending.get(r.hash) ?? 0) + 1);
+        return true;
+      });
+      for (const [hash, n] of giveUp) {
+        for (let k = 0; k < n; k++) this.#dropHold(hash);
+      }
+      return held;
+    }, { durable: opts.durable === true });
+  }
+
+  /**
+   * Give up every pending hold (the composition root calls it at start-up, before serving: holds
+   * left then belong to files a crash or a stop interrupted). Returns the holds dropped.
+   */
+  async dropPendingHolds(): Promise<number> {
+    if (first(this.#pending.range({})) === undefined) return 0;
+    return this.#store.transact(() => {
+      const rows = [...this.#pending.range({})];
+      let n = 0;
+      for (const { key, value } of rows) {
+        for (let k = 0; k < value; k++, n++) this.#dropHold(key);
+      }
+      return n;
+    });
+  }
+
+  /** Pending holds on a chunk (tests, diagnostics). */
+  pendingHolds(hash: string): number {
+    return this.#pending.get(hash) ?? 0;
   }
 
   /** Add a check run before every client change. */
@@ -458,9 +553,17 @@ export class FsService {
         }
       }
     }
+    const holds = countOf(pieces.filter((c) => c.held).map((c) => c.hash));
+    for (const [hash, n] of holds) {
+      if ((this.#pending.get(hash) ?? 0) < n) throw new Error(`chunk ${hash} has fewer than ${n} pending holds`);
+    }
     this.#createDirs(missingParents, now);
     const version = (existing?.version ?? 0) + 1;
-    for (const piece of pieces) this.#ref(piece.hash, piece.data);
+    // A held chunk's hold becomes the entry's reference: one pending hold fewer, the count unchanged.
+    for (const piece of pieces) {
+      if (piece.held) this.#takeHold(piece.hash);
+      else this.#ref(piece.hash, piece.data);
+    }
     const contentType = contentTypeOf(p);
     const chunks = pieces.map((c) => c.hash);
     // The version being replaced joins the history; the new one lives in the entry.
@@ -982,6 +1085,19 @@ export class FsService {
     for (const dir of dirs) this.#entries.put(entryKey(dir), { kind: 'dir', created: now, modified: now } satisfies DirRecord);
   }
 
+  /** A pending hold turns into an ordinary reference (the chunk's count is unchanged). */
+  #takeHold(hash: string): void {
+    const n = this.#pending.get(hash) ?? 0;
+    if (n <= 1) this.#pending.remove(hash);
+    else this.#pending.put(hash, n - 1);
+  }
+
+  /** A pending hold is given up: one reference fewer. */
+  #dropHold(hash: string): void {
+    this.#takeHold(hash);
+    this.#unref(hash);
+  }
+
   /** One more reference on a chunk, storing it if it is new (then `data`, or a loader of it, is required). */
   #ref(hash: string, data?: Uint8Array | (() => Uint8Array)): void {
     // A stored chunk without a refs row has one reference; an absent chunk has none (and no row).
@@ -1119,7 +1235,8 @@ function byPath(a: { path: string }, b: { path: string }): number {
 }
 
 /** A chunk about to be stored: its hash, and its bytes (or how to load them again). */
-type StoredPiece = { hash: string; data: Uint8Array | (() => Uint8Array) };
+/** A chunk of a new version: its hash, bytes (or their loader) and whether the writer holds it. */
+type StoredPiece = { hash: string; data: Uint8Array | (() => Uint8Array); held?: boolean | undefined };
 
 /** Where {@link FsService.writeMany} keeps a caller's mark. */
 function markKey(name: string): string {
@@ -1143,7 +1260,7 @@ function hashPieces(pieces: readonly ContentPiece[], knownEtag?: string): { etag
       check(i, piece.size!);
       size += piece.size!;
     }
-    return { etag: knownEtag, size, chunks: pieces.map((c) => ({ hash: c.hash!, data: c.data })) };
+    return { etag: knownEtag, size, chunks: pieces.map((c) => ({ hash: c.hash!, data: c.data, held: c.held })) };
   }
   const whole = createHash('sha256');
   const chunks: StoredPiece[] = [];
@@ -1155,7 +1272,8 @@ function hashPieces(pieces: readonly ContentPiece[], knownEtag?: string): { etag
     whole.update(data);
     size += n;
     // A loaded piece is not kept: it is loaded again inside the commit if the store lacks it.
-    chunks.push({ hash: piece.hash ?? sha256(data), data: piece.data });
+    if (piece.held && piece.hash === undefined) throw new Error(`writeChunks: held piece ${i} has no hash`);
+    chunks.push({ hash: piece.hash ?? sha256(data), data: piece.data, held: piece.held });
   }
   const etag = whole.digest('hex');
   // An empty file is one empty chunk, as write() stores it.
@@ -1192,4 +1310,11 @@ function listEntryOf(path: string, rec: EntryRecord): ListEntry {
       created_at: new Date(rec.created), modified_at: new Date(rec.modified),
     }
     : { path: path + '/', is_directory: true, size: 0, created_at: new Date(rec.created), modified_at: new Date(rec.modified) };
+}
+
+/** How many times each value occurs. */
+function countOf(values: Iterable<string>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const v of values) out.set(v, (out.get(v) ?? 0) + 1);
+  return out;
 }

@@ -42,6 +42,13 @@ export interface FsFixture {
   allRefs(): Map<string, number>;
   /** Every version of every file (current ones included), through the service: path, version, chunks. */
   allVersions(): { path: string; version: number; chunks: string[] }[];
+  /** Pending holds (chunks stored ahead of their file's commit), hash → holds. */
+  pending(): Map<string, number>;
+  /**
+   * The reference counts the tree implies: one per chunk listed by each version (current ones
+   * included), plus one per pending hold. Equal to {@link allRefs} when the counts are consistent.
+   */
+  expectedRefs(): Map<string, number>;
   /** Every stored row of every fs table, for before/after comparisons. */
   dump(): { entries: [string, unknown][]; versions: [string, unknown][]; refs: [string, unknown][] };
 }
@@ -60,6 +67,7 @@ export function makeFs(t: Test, opts: { grep?: GrepperOptions } = {}): FsFixture
     rmSync(dir, { recursive: true, force: true });
   });
   const refsTable = store.table<number>('refs');
+  const pendingTable = () => [...store.table<number>('pending_chunks').range({})].map((e): [string, number] => [e.key, e.value]);
   const rows = (name: string) => [...store.table<unknown>(name).range({})].map((e): [string, unknown] => [e.key, e.value]);
   let seen = 0;
   return {
@@ -80,6 +88,16 @@ export function makeFs(t: Test, opts: { grep?: GrepperOptions } = {}): FsFixture
     allVersions: () => fs.list('/').filter((e) => !e.is_directory).flatMap((e) => fs.listVersions(e.path).map((v) => ({
       path: e.path, version: v.version, chunks: fs.versionRecord(e.path, v.version).chunks,
     }))),
+    pending: () => new Map(pendingTable()),
+    expectedRefs: () => {
+      const out = new Map<string, number>();
+      const add = (h: string, n: number) => out.set(h, (out.get(h) ?? 0) + n);
+      for (const v of fs.list('/').filter((e) => !e.is_directory)) {
+        for (const ver of fs.listVersions(v.path)) for (const h of fs.versionRecord(v.path, ver.version).chunks) add(h, 1);
+      }
+      for (const [h, n] of pendingTable()) add(h, n);
+      return out;
+    },
     dump: () => ({ entries: rows('entries'), versions: rows('versions'), refs: rows('refs') }),
   };
 }

@@ -55,6 +55,8 @@ class LmdbTable<V> implements Table<V> {
 }
 
 class LmdbBlobStore implements BlobStore {
+  /** Where bytes backed by a SharedArrayBuffer are copied before a put (reused: see {@link put}). */
+  #copy: Buffer | undefined;
   constructor(private readonly db: Database<Buffer, Key>, private readonly location: string) {}
   get(hash: string): Buffer | undefined {
     return this.db.getBinary(hash);
@@ -73,8 +75,17 @@ class LmdbBlobStore implements BlobStore {
   }
   put(hash: string, data: Uint8Array): void {
     // lmdb-js crashes the process (SIGSEGV) on a value backed by a SharedArrayBuffer (the FUSE
-    // mount's chunk buffers, shared with its hashing thread): such bytes are copied first.
-    const value = data.buffer instanceof SharedArrayBuffer ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    // mount's chunk buffers, shared with its hashing thread): such bytes are copied first, into
+    // one reused buffer (a fresh 1 MiB allocation per chunk cost more than the copy): put() has
+    // copied the value into the transaction by the time it returns.
+    let value: Buffer;
+    if (data.buffer instanceof SharedArrayBuffer) {
+      if (!this.#copy || this.#copy.length < data.byteLength) this.#copy = Buffer.allocUnsafeSlow(Math.max(data.byteLength, 1024 * 1024));
+      this.#copy.set(data);
+      value = this.#copy.subarray(0, data.byteLength);
+    } else {
+      value = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    }
     this.db.put(hash, value);
   }
   putIfAbsent(hash: string, data: Uint8Array): boolean {

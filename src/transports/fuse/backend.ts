@@ -6,7 +6,7 @@
  * RpcErrors carrying the same codes (remote); the operations map both to errno.
  */
 import type { ChangeEvent } from '../../core/events.js';
-import type { AttributeChanges } from '../../fs/service.js';
+import type { AttributeChanges, HoldRequest } from '../../fs/service.js';
 import type { EntryAttributes } from '../../fs/records.js';
 
 export type NodeKind = 'file' | 'dir' | 'symlink';
@@ -57,6 +57,8 @@ export interface CommitPiece {
   size: number;
   /** SHA-256 of the bytes when known without reading them (an unchanged stored chunk). */
   hash?: string | undefined;
+  /** Stored ahead of the commit with a pending hold ({@link FuseBackend.hold}), which the commit takes over. */
+  held?: boolean | undefined;
   read(): Promise<Buffer>;
   /**
    * Present when the bytes can be read synchronously (memory, the spool file, the local store).
@@ -102,6 +104,13 @@ export interface FuseBackend {
    * mount then hashes chunks on a worker thread while a file is written.
    */
   readonly reusesHashes?: boolean;
+  /**
+   * Store chunks of a file still being written, each with a pending hold, and give up one hold per
+   * hash of `release` (in process: FsService.holdChunks). Absent: chunks are stored by the commit.
+   */
+  hold?(requests: HoldRequest[], release: string[]): Promise<boolean[]>;
+  /** A stored chunk's bytes by hash (present with {@link hold}). */
+  chunk?(hash: string): Buffer;
   /** Local directory for the spool files of open files' written chunks (never inside a mount). */
   readonly spoolDir: string;
   /** The entry at a path, or undefined. Paths are absolute and normalised (FUSE gives them so). */

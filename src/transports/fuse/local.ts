@@ -21,7 +21,7 @@ import type { EventBus } from '../../core/events.js';
 import type { Logger } from '../../core/log.js';
 import { parentOf } from '../../core/paths.js';
 import type { EntryAttributes, EntryRecord, FileRecord, VersionRecord } from '../../fs/records.js';
-import type { AttributeChanges, FsService } from '../../fs/service.js';
+import type { AttributeChanges, FsService, HoldRequest } from '../../fs/service.js';
 import { NotFoundError } from '../../core/errors.js';
 import type { CommitOptions, CommitPiece, CommitResult, FuseBackend, NodeInfo, SpaceInfo, StoredContent, VersionInfo } from './backend.js';
 import { JOURNAL_MARK, type FuseJournal } from './journal.js';
@@ -138,17 +138,28 @@ export class LocalBackend implements FuseBackend {
    * only if new to the store): never all at once.
    */
   async commit(path: string, pieces: CommitPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
-    if (this.#journal && pieces.length <= 1 && (pieces[0]?.size ?? 0) <= BATCH_MAX_BYTES) {
+    if (this.#journal && pieces.length <= 1 && (pieces[0]?.size ?? 0) <= BATCH_MAX_BYTES && !pieces[0]?.held) {
       while (this.#queueBytes > QUEUE_MAX_BYTES) await this.#batchSettled();
       const queued = await this.#enqueue(this.#journal, path, pieces[0], opts);
       if (queued) return queued;
     }
     await this.drain();
-    const content = await Promise.all(pieces.map(async (p) => ({ hash: p.hash, size: p.size, data: p.readSync ?? await p.read() })));
+    const content = await Promise.all(pieces.map(async (p) => ({
+      hash: p.hash, size: p.size, held: p.held, data: p.readSync ?? await p.read(),
+    })));
     const r = await this.#fs.writeChunks(path, content, {
       attributes: opts.attributes, symlink: opts.symlink, modified: opts.modified, etag: opts.etag, ...NOT_DURABLE,
     });
     return { version: r.version, etag: r.etag, size: r.size };
+  }
+
+  /** Chunks stored while their file is written: a non-durable transaction (fsync waits for the flush). */
+  hold(requests: HoldRequest[], release: string[]): Promise<boolean[]> {
+    return this.#fs.holdChunks(requests, release, NOT_DURABLE);
+  }
+
+  chunk(hash: string): Buffer {
+    return this.#fs.chunks({ chunks: [hash] }).next().value as Buffer;
   }
 
   async remove(path: string): Promise<void> {

@@ -12,17 +12,27 @@
  * recently written); older ones go to a spool file (created in the backend's spool directory and
  * unlinked at once, so a crash leaves nothing behind) and are read back one at a time.
  *
+ * With {@link ChunkHolds} (in process), a full chunk is also stored as soon as it is complete and
+ * hashed, with a pending hold; it then leaves memory and the spool (the file reads it back from the
+ * store), and the commit takes the hold over, so the close writes only the entry. A held chunk
+ * written or truncated again comes back as a dirty chunk and its hold is given up; so are every
+ * hold of a file disposed of without a commit.
+ *
  * Invariants:
  * - bytes of the base at offsets >= `#keep` are gone (truncated away); they read as zeros if the
  *   file grows again, and so do bytes of a dirty chunk beyond its buffer;
  * - a dirty chunk buffer never holds non-zero bytes beyond the file size;
- * - operations on one open file run one at a time (#exclusive), so a commit sees a stable state.
+ * - operations on one open file run one at a time (#exclusive), so a commit sees a stable state;
+ * - a chunk index is in at most one of dirty (memory), spilled (spool) and held (the store);
+ * - a hold is stored for bytes only while they are unchanged since they were hashed (the chunk's
+ *   `#hashes` entry is still the one the hash came from); one that lands after they changed is given up.
  */
 import type { EntryAttributes } from '../../fs/records.js';
 import { CHUNK_SIZE } from '../../fs/service.js';
 import { Spool } from '../../fs/spool.js';
 import type { CommitPiece, CommitResult, StoredContent } from './backend.js';
 import type { ChunkHasher } from './hasher.js';
+import type { ChunkHolds } from './chunk-holds.js';
 
 const CS = CHUNK_SIZE;
 /** Dirty chunks an open file keeps in memory; the rest wait in its spool file. */
@@ -77,6 +87,18 @@ export class OpenFile {
    * content is replaced (commit, truncation to zero).
    */
   #stream: { id: number; next: number } | null | undefined;
+  readonly #holds: ChunkHolds | undefined;
+  /** Full chunks stored ahead of the commit, each with a hold of this file: index → hash. */
+  #held = new Map<number, string>();
+  /** Early stores and hold releases under way (a commit or dispose waits for them). */
+  readonly #storing = new Set<Promise<void>>();
+  /** Holds taken, waiting to be adopted by the next operation (or given up if the chunk changed). */
+  #landed: { index: number; token: Promise<string | undefined>; hash: string }[] = [];
+  /** The last held chunk read back: content-addressed, so never stale. */
+  #heldCache: { hash: string; data: Buffer } | undefined;
+  #disposed = false;
+  /** Reused buffer for spooled chunks read back by an early store. */
+  #scratch: Buffer | undefined;
 
   /** `base` undefined: a file created through the mount, not stored until its first commit. */
   /** Without `spoolDir` every dirty chunk stays in memory. */
@@ -88,9 +110,12 @@ export class OpenFile {
       residentChunks?: number;
       /** Hashes completed chunks and the running etag off the main thread (none: the commit hashes). */
       hasher?: ChunkHasher | undefined;
+      /** Stores hashed full chunks while the file is written (needs `hasher`; none: the commit stores them). */
+      holds?: ChunkHolds | undefined;
     },
   ) {
     this.#hasher = opts.hasher;
+    this.#holds = opts.hasher ? opts.holds : undefined;
     this.path = path;
     this.#resident = Math.max(1, opts.residentChunks ?? RESIDENT_DIRTY_CHUNKS);
     this.#spool = opts.spoolDir === undefined ? undefined : new Spool(opts.spoolDir);
@@ -112,6 +137,11 @@ export class OpenFile {
     let n = 0;
     for (const chunk of this.#dirty.values()) n += chunk.length;
     return n;
+  }
+
+  /** Written chunks already stored, held until the commit. */
+  get heldChunks(): number {
+    return this.#held.size;
   }
 
   /** Written chunks waiting in the spool file. */
@@ -184,6 +214,17 @@ export class OpenFile {
         if (this.#stream && this.#stream.next * CS > size) this.#breakStream();
         // Nothing is left of what the running etag covered: a new one may start.
         if (size === 0) this.#stream = undefined;
+        const dropped: string[] = [];
+        for (const [i, hash] of [...this.#held]) {
+          const start = i * CS;
+          if (start >= size) {
+            this.#held.delete(i);
+            dropped.push(hash);
+          } else if (start + CS > size) {
+            await this.#dirtyChunk(i, 0);
+          }
+        }
+        this.#release(dropped);
         for (const [i, len] of [...this.#spilled]) {
           const start = i * CS;
           if (start >= size) this.#spilled.delete(i);
@@ -209,10 +250,13 @@ export class OpenFile {
   commit(store: Committer, loadVersion: VersionLoader): Promise<CommitResult | undefined> {
     return this.#exclusive(async () => {
       if (!this.#changed || this.orphan || this.readOnly) return undefined;
+      await this.#settleStores();
       const pieces = this.#pieces();
       const etag = await this.#knownHashes(pieces);
       // The version is stamped with the last write (or utimens), as a local disk would show it.
       const result = await store(this.path, pieces, this.#attributes, this.explicitMtime ?? this.mtime, etag);
+      // The new version took every hold over.
+      this.#held.clear();
       await this.#rebase(await loadVersion(this.path, result.version));
       this.#attributes = undefined;
       this.explicitMtime = undefined;
@@ -234,7 +278,7 @@ export class OpenFile {
     return this.#exclusive(async () => {
       const chunks = Math.ceil(this.#size / CS);
       for (let i = 0; i < chunks; i++) {
-        if (!this.#dirty.has(i) && !this.#spilled.has(i) && i * CS < this.#keep) {
+        if (!this.#dirty.has(i) && !this.#spilled.has(i) && !this.#held.has(i) && i * CS < this.#keep) {
           await this.#dirtyChunk(i, 0);
           await this.#evict();
         }
@@ -256,18 +300,32 @@ export class OpenFile {
     this.#hashes.clear();
     this.#breakStream();
     this.#stream = undefined;
+    this.#release([...this.#held.values()]);
+    this.#held.clear();
     await this.#spool?.close();
   }
 
   /** Drop what the file holds (no handle is left and nothing will be committed). */
   dispose(): Promise<void> {
     return this.#exclusive(async () => {
+      this.#disposed = true;
+      // Holds taken for this file are given up: its chunks go unless something else references them.
+      this.#hashes.clear();
+      await this.#settleStores();
+      this.#release([...this.#held.values()]);
+      this.#held.clear();
+      await this.#settleStores();
       this.#forgetAll();
       this.#spilled.clear();
       this.#hashes.clear();
       this.#breakStream();
       await this.#spool?.close();
     });
+  }
+
+  /** Wait for the chunks being stored ahead of the commit, and take their holds (tests, diagnostics). */
+  storesSettled(): Promise<void> {
+    return this.#exclusive(() => this.#settleStores());
   }
 
   /** Chunks whose hash is being or has been computed while written (tests, diagnostics). */
@@ -301,7 +359,71 @@ export class OpenFile {
       stream = this.#stream.id;
       this.#stream.next++;
     }
-    this.#hashes.set(i, hasher.chunk(chunk, stream));
+    const token = hasher.chunk(chunk, stream);
+    this.#hashes.set(i, token);
+    if (this.#holds) this.#storeEarly(i, token, this.#holds);
+  }
+
+  /** Store full chunk `i` once hashed, with a hold, if it is still as hashed (see the module note). */
+  #storeEarly(i: number, token: Promise<string | undefined>, holds: ChunkHolds): void {
+    const job = token.then(async (hash) => {
+      if (hash === undefined || this.#hashes.get(i) !== token) return;
+      const held = await holds.hold(hash, () => (this.#hashes.get(i) === token ? this.#bytesOf(i) : undefined));
+      if (held) this.#landed.push({ index: i, token, hash });
+    });
+    this.#track(job);
+  }
+
+  #track(job: Promise<void>): void {
+    const tracked = job.catch(() => undefined).finally(() => this.#storing.delete(tracked));
+    this.#storing.add(tracked);
+  }
+
+  /** Give up holds (batched with the early stores). */
+  #release(hashes: string[]): void {
+    if (hashes.length > 0) this.#track(this.#holds!.release(hashes));
+  }
+
+  /** Wait for every early store and release under way, and adopt what landed. */
+  async #settleStores(): Promise<void> {
+    while (this.#storing.size > 0) await Promise.all([...this.#storing]);
+    this.#adopt();
+  }
+
+  /**
+   * Take the holds that landed: a chunk still as hashed leaves memory and the spool (the store has
+   * it); one that changed since, or a file disposed of, gives its hold up.
+   */
+  #adopt(): void {
+    if (this.#landed.length === 0) return;
+    const landed = this.#landed;
+    this.#landed = [];
+    const stale: string[] = [];
+    for (const { index, token, hash } of landed) {
+      if (this.#disposed || this.#hashes.get(index) !== token || this.#held.has(index)) {
+        stale.push(hash);
+        continue;
+      }
+      this.#held.set(index, hash);
+      this.#forget(index);
+      this.#spilled.delete(index);
+    }
+    this.#release(stale);
+  }
+
+  /** The current bytes of full chunk `i` when in memory or the spool (a reused buffer for the latter). */
+  #bytesOf(i: number): Uint8Array | undefined {
+    const chunk = this.#dirty.get(i);
+    if (chunk) return chunk.length === CS ? chunk : undefined;
+    const spilled = this.#spilled.get(i);
+    if (spilled !== CS) return undefined;
+    return this.#spool!.readSync(i, CS, (this.#scratch ??= Buffer.allocUnsafeSlow(CS)));
+  }
+
+  /** Chunk `i` held in the store, read back. */
+  #heldChunk(hash: string): Buffer {
+    if (this.#heldCache?.hash !== hash) this.#heldCache = { hash, data: this.#holds!.load(hash) };
+    return this.#heldCache.data;
   }
 
   /**
@@ -351,7 +473,12 @@ export class OpenFile {
   }
 
   #exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.#lock.then(fn, fn);
+    // Early stores that landed since the last operation are adopted first, never in the middle of one.
+    const step = () => {
+      this.#adopt();
+      return fn();
+    };
+    const run = this.#lock.then(step, step);
     this.#lock = run.catch(() => undefined);
     return run;
   }
@@ -373,8 +500,11 @@ export class OpenFile {
       const at = off - pos;
       const chunk = this.#dirty.get(i);
       const spilled = this.#spilled.get(i);
+      const held = this.#held.get(i);
       let n = 0;
-      if (!chunk && spilled !== undefined) {
+      if (held !== undefined) {
+        n = this.#heldChunk(held).copy(buf, at, off - start, upto - start);
+      } else if (!chunk && spilled !== undefined) {
         // Only the bytes asked for, straight from the spool.
         const want = Math.min(upto - start, spilled) - (off - start);
         if (want > 0) n = await this.#spool!.readInto(i, off - start, buf, at, want);
@@ -404,6 +534,15 @@ export class OpenFile {
       chunk = await this.#spool!.read(i, spilled);
       this.#spilled.delete(i);
       this.#dirty.set(i, chunk);
+    }
+    const held = this.#held.get(i);
+    if (!chunk && held !== undefined) {
+      // Written again: back into memory, and the stored copy's hold is given up.
+      chunk = this.#alloc(CS);
+      this.#heldChunk(held).copy(chunk);
+      this.#held.delete(i);
+      this.#dirty.set(i, chunk);
+      this.#release([held]);
     }
     if (!chunk) {
       const valid = Math.max(0, Math.min(CS, this.#keep - start));
@@ -450,6 +589,12 @@ export class OpenFile {
     for (let i = 0; i < count; i++) {
       const start = i * CS;
       const len = Math.min(CS, this.#size - start);
+      const held = this.#held.get(i);
+      if (held !== undefined) {
+        const load = () => this.#holds!.load(held);
+        pieces.push({ size: len, hash: held, held: true, read: async () => load(), readSync: load });
+        continue;
+      }
       const chunk = this.#dirty.get(i);
       if (chunk) {
         const data = fit(chunk, len);

@@ -20,6 +20,7 @@ import { normalizePath, parentOf, baseName, isWithin } from '../../core/paths.js
 import { errno, type FuseOperations, type FuseStat, type FuseStatfs } from '../../native/fuse.js';
 import { memoryPiece, type FuseBackend, type NodeInfo, type StoredContent } from './backend.js';
 import { ChunkHasher } from './hasher.js';
+import { ChunkHolds } from './chunk-holds.js';
 import { OpenFile } from './open-file.js';
 import { isVersionsPath, listVersionsDir, resolveVersionsPath, VERSIONS_DIR, type VersionsTarget } from './versions.js';
 
@@ -93,6 +94,8 @@ export class FuseFileSystem {
   readonly #unsubscribe: () => void;
   /** Hashes written chunks while files are written, when the backend reuses the hashes. */
   readonly #hasher: ChunkHasher | undefined;
+  /** Stores written chunks while files are written, when the backend can hold them. */
+  readonly #holds: ChunkHolds | undefined;
   #nextFh = 1;
 
   constructor(opts: FuseFileSystemOptions) {
@@ -102,6 +105,13 @@ export class FuseFileSystem {
     this.#gid = opts.gid;
     this.#unsubscribe = this.#backend.onChange((e) => this.#onChange(e));
     this.#hasher = this.#backend.reusesHashes ? new ChunkHasher() : undefined;
+    const { hold, chunk } = this.#backend;
+    this.#holds = this.#hasher && hold && chunk
+      ? new ChunkHolds(
+        { hold: hold.bind(this.#backend), chunk: chunk.bind(this.#backend) },
+        (err) => this.#log.warn({ err }, 'storing written chunks ahead of the commit failed'),
+      )
+      : undefined;
   }
 
   /** Commit what is open and changed, finish pending deletes, stop listening for changes. */
@@ -111,6 +121,7 @@ export class FuseFileSystem {
     for (const file of new Set(this.#files.values())) {
       await this.#commit(file).catch((err) => this.#log.error({ err, path: file.path }, 'commit at unmount failed'));
     }
+    await this.#holds?.idle();
     await this.#hasher?.close();
   }
 
@@ -385,7 +396,9 @@ export class FuseFileSystem {
       const p = this.#lookupPath(path);
       const content = await this.#backend.content(p);
       // Another open of the same path may have won the race while this one waited.
-      file = this.#files.get(p) ?? new OpenFile(p, content, { mtime: Date.now(), spoolDir: this.#backend.spoolDir, hasher: this.#hasher });
+      file = this.#files.get(p) ?? new OpenFile(p, content, {
+        mtime: Date.now(), spoolDir: this.#backend.spoolDir, hasher: this.#hasher, holds: this.#holds,
+      });
       this.#files.set(p, file);
     }
     return this.#addHandle(file);
@@ -397,7 +410,7 @@ export class FuseFileSystem {
     await this.#backend.checkWritable(p);
     const file = new OpenFile(p, undefined, {
       attributes: { mode: mode & 0o7777, uid: this.#uid, gid: this.#gid }, mtime: Date.now(), spoolDir: this.#backend.spoolDir,
-      hasher: this.#hasher,
+      hasher: this.#hasher, holds: this.#holds,
     });
     this.#files.set(p, file);
     // Dirtied: even with no write, the close must store the new (empty) file.
