@@ -343,6 +343,14 @@ export function metadataStoreSuite(t: Test, makeStore: MakeStore): void {
     t.same(blobs.get('d'.repeat(64)), Buffer.from([1]));
     t.equal(await store.transact(() => blobs.putIfAbsent('e'.repeat(64), new Uint8Array(0))), true, 'an empty chunk is stored');
     t.equal(blobs.get('e'.repeat(64))?.length, 0);
+    // Bytes in shared memory (the FUSE mount's chunk buffers): lmdb-js would crash the process on them.
+    const shared = Buffer.from(new SharedArrayBuffer(64 * 1024));
+    shared.fill(9);
+    const shared2 = Buffer.from(new SharedArrayBuffer(64 * 1024));
+    shared2.fill(8);
+    t.same(await store.transact(() => [blobs.putIfAbsent('f'.repeat(64), shared), blobs.putIfAbsent('0'.repeat(64), shared2)]), [true, true]);
+    t.ok(blobs.get('f'.repeat(64))!.equals(Buffer.alloc(64 * 1024, 9)), 'shared-memory bytes stored intact');
+    t.ok(blobs.get('0'.repeat(64))!.equals(Buffer.alloc(64 * 1024, 8)), 'and the next one too (the copy buffer is reused)');
   });
 
   t.test('blobs: hashes() lists every stored chunk in key order, and only those', async (t) => {

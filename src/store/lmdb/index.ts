@@ -74,25 +74,27 @@ class LmdbBlobStore implements BlobStore {
     return this.db.getKeys({}) as Iterable<string>;
   }
   put(hash: string, data: Uint8Array): void {
-    // lmdb-js crashes the process (SIGSEGV) on a value backed by a SharedArrayBuffer (the FUSE
-    // mount's chunk buffers, shared with its hashing thread): such bytes are copied first, into
-    // one reused buffer (a fresh 1 MiB allocation per chunk cost more than the copy): put() has
-    // copied the value into the transaction by the time it returns.
-    let value: Buffer;
-    if (data.buffer instanceof SharedArrayBuffer) {
-      if (!this.#copy || this.#copy.length < data.byteLength) this.#copy = Buffer.allocUnsafeSlow(Math.max(data.byteLength, 1024 * 1024));
-      this.#copy.set(data);
-      value = this.#copy.subarray(0, data.byteLength);
-    } else {
-      value = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-    }
-    this.db.put(hash, value);
+    this.db.put(hash, this.#value(data));
   }
   putIfAbsent(hash: string, data: Uint8Array): boolean {
     // Inside a transaction putSync runs in it and answers whether the put happened: with
     // noOverwrite (MDB_NOOVERWRITE) LMDB searches the tree once and inserts, or refuses.
     // (lmdb-js documents the boolean; its .d.ts says void.)
-    return (this.db.putSync(hash, Buffer.from(data.buffer, data.byteOffset, data.byteLength), { noOverwrite: true }) as unknown) === true;
+    return (this.db.putSync(hash, this.#value(data), { noOverwrite: true }) as unknown) === true;
+  }
+  /**
+   * The bytes as lmdb-js may take them. It crashes the process (SIGSEGV) on a value backed by a
+   * SharedArrayBuffer (the FUSE mount's chunk buffers, shared with its hashing thread): such bytes
+   * are copied first, into one reused buffer (a fresh 1 MiB allocation per chunk cost more than the
+   * copy): a put has copied the value into the transaction by the time it returns.
+   */
+  #value(data: Uint8Array): Buffer {
+    if (data.buffer instanceof SharedArrayBuffer) {
+      if (!this.#copy || this.#copy.length < data.byteLength) this.#copy = Buffer.allocUnsafeSlow(Math.max(data.byteLength, 1024 * 1024));
+      this.#copy.set(data);
+      return this.#copy.subarray(0, data.byteLength);
+    }
+    return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   }
   delete(hash: string): void {
     this.db.remove(hash);
