@@ -9,7 +9,8 @@
  * The bundle sits in dist/ next to the files it replaces, so the `import.meta.url`-relative paths
  * in them (version.ts reads ../package.json; createRequire for yaml and fuse-native) resolve the
  * same: import.meta.url is defined as the bundle's own file URL. yargs' ESM shim finds its message
- * translations relative to its own file, so there it is the URL of that file as installed here.
+ * translations relative to its own file, and the parsed views start their worker from its file,
+ * so there it is the URL of that file as installed here (ownFileUrl).
  * Native packages stay external and load from node_modules at run time: lmdb (and msgpackr through
  * it), fuse-native. Dynamic imports (the daemon for `serve`, yargs and the client commands, the
  * FUSE layer for `mount`, jose) are inlined but stay lazy: each module is wrapped in an init
@@ -23,11 +24,16 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = `${ROOT}dist`;
 
-/** yargs' platform shim: its import.meta.url is its own installed file, not the bundle. */
-const yargsShimUrl = {
-  name: 'yargs-shim-url',
+/**
+ * Files whose import.meta.url must stay their own file's URL, not the bundle's: yargs' platform
+ * shim (its message translations sit next to it), and the parsed views' service, which starts its
+ * converter worker from dist/views/worker.js (the worker and its converters are not bundled: they
+ * load only when a view is first read).
+ */
+const ownFileUrl = {
+  name: 'own-file-url',
   setup(b) {
-    b.onLoad({ filter: /[\\/]yargs[\\/]lib[\\/]platform-shims[\\/]esm\.mjs$/ }, async (args) => {
+    b.onLoad({ filter: /([\\/]yargs[\\/]lib[\\/]platform-shims[\\/]esm\.mjs|[\\/]dist[\\/]views[\\/]views\.js)$/ }, async (args) => {
       const rel = relative(DIST, args.path).split(/[\\/]/).join('/');
       const src = await readFile(args.path, 'utf8');
       return { contents: src.replaceAll('import.meta.url', `new URL(${JSON.stringify(rel)}, __svcMetaUrl).href`), loader: 'js' };
@@ -60,7 +66,7 @@ await build({
   external: ['lmdb', 'fuse-native'],
   define: { 'import.meta.url': '__svcMetaUrl' },
   banner: { js: "var __svcMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
-  plugins: [yargsShimUrl, zodEnglishOnly],
+  plugins: [ownFileUrl, zodEnglishOnly],
   // A linked map chained to tsc's maps (so to src/*.ts): used only under `node --enable-source-maps`.
   sourcemap: 'linked',
   legalComments: 'none',
