@@ -490,10 +490,7 @@ export class FsService {
           if ('error' in item) return item;
           try {
             if ('delete' in item) {
-              const rec = this.#entries.get(entryKey(item.p));
-              if (!rec) throw fileNotFound(item.p);
-              if (rec.kind === 'dir') throw isADirectory(item.p);
-              this.#removeFile(item.p, rec);
+              this.#deleteFile(item.p);
               return { created: [], version: 0 };
             }
             return this.#putVersion(item.p, item.etag, item.size, item.chunks, item.opts, now);
@@ -520,6 +517,14 @@ export class FsService {
     } finally {
       for (const settle of settles) settle();
     }
+  }
+
+  /** Inside a transaction: check that `p` is a file, then remove it. */
+  #deleteFile(p: string): void {
+    const rec = this.#entries.get(entryKey(p));
+    if (!rec) throw fileNotFound(p);
+    if (rec.kind === 'dir') throw isADirectory(p);
+    this.#removeFile(p, rec);
   }
 
   /** The number last stored under `name` by {@link writeMany}'s `mark` (undefined: never). */
@@ -593,12 +598,7 @@ export class FsService {
     const p = normalizeFilePath(path);
     const settle = this.#check(origin, 'delete', [p], false);
     try {
-      await this.#transact(origin, () => {
-        const rec = this.#entries.get(entryKey(p));
-        if (!rec) throw fileNotFound(p);
-        if (rec.kind === 'dir') throw isADirectory(p);
-        this.#removeFile(p, rec);
-      });
+      await this.#transact(origin, () => this.#deleteFile(p));
       await this.#commit([{ type: 'delete', path: p, at: iso(Date.now()) }]);
     } finally {
       settle();
