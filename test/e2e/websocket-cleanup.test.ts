@@ -3,8 +3,8 @@
 import t from 'tap';
 import { startAuthDaemon } from '../auth/harness.js';
 import { connectWs } from '../helpers/ws.js';
+import { bytes } from '../helpers/daemon.js';
 
-const bytes = (s: string) => ({ __type__: 'bytes', data: Buffer.from(s).toString('base64') });
 
 /** Wait until `cond` holds (the server sees a close a moment after the client does). */
 async function until(cond: () => boolean, what: string): Promise<void> {

@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bearer, startAuthDaemon, tempDir } from '../auth/harness.js';
 import { connectWs } from '../helpers/ws.js';
+import { bytes } from '../helpers/daemon.js';
 
 const KEYS = {
   alice: 'sk-wsperm-alice-0123456789abcdef01',
@@ -14,7 +15,6 @@ const KEYS = {
 const A = bearer(KEYS.alice);
 const B = bearer(KEYS.bob);
 const ROOT = bearer(KEYS.root);
-const bytes = (s: string) => ({ __type__: 'bytes', data: Buffer.from(s).toString('base64') });
 const isEvent = (m: any) => m.method === 'fs.event';
 
 t.test('watch delivers only what the watcher may read', async (t) => {

@@ -5,6 +5,7 @@ import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestClock, bearer, startAuthDaemon, tempDir, type AuthDaemon } from '../auth/harness.js';
+import { bytes } from '../helpers/daemon.js';
 
 const KEYS = {
   alice: 'sk-enf-alice-0123456789abcdef0001',
@@ -21,7 +22,6 @@ const DAVE = bearer(KEYS.dave);
 const EVE = bearer(KEYS.eve); // tenant acme
 const ROOT = bearer(KEYS.root);
 
-const bytes = (s: string) => ({ __type__: 'bytes', data: Buffer.from(s).toString('base64') });
 const text = (v: { data: string }) => Buffer.from(v.data, 'base64').toString();
 
 function authFile(t: { teardown(fn: () => unknown): void }): string {

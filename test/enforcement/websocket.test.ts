@@ -6,8 +6,8 @@
 import t from 'tap';
 import { TestClock, bearer, startAuthDaemon } from '../auth/harness.js';
 import { connectWs, type WsClient } from '../helpers/ws.js';
+import { bytes } from '../helpers/daemon.js';
 
-const bytes = (s: string) => ({ __type__: 'bytes', data: Buffer.from(s).toString('base64') });
 const closed = (ws: WsClient) => new Promise<number>((resolve) => {
   if (ws.socket.readyState === ws.socket.CLOSED) resolve(1008);
   else ws.socket.once('close', (code) => resolve(code));

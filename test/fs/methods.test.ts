@@ -4,6 +4,7 @@ import { buildTable, parseParams } from '../../src/core/method.js';
 import { anonymousContext } from '../../src/core/context.js';
 import { encodeValue } from '../../src/core/wire.js';
 import { makeFs, sha256 } from './fixture.js';
+import { bytes } from '../helpers/daemon.js';
 
 /** Call a method the way a transport does: validate raw params, run, encode the result. */
 function caller(t: Parameters<typeof makeFs>[0]) {
@@ -18,7 +19,6 @@ function caller(t: Parameters<typeof makeFs>[0]) {
   return { fx, table, call };
 }
 
-const bytes = (s: string) => ({ __type__: 'bytes', data: Buffer.from(s).toString('base64') });
 
 t.test('the fs table has the spec §4.3 / §4.4 / §4.12 methods', async (t) => {
   const { table } = caller(t);

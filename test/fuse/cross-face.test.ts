@@ -12,12 +12,12 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { eventually, fuseSkipReason, sh, shOk, startMountedDaemon, startRemoteMount, tempDir } from './harness.js';
+import { bytes } from '../helpers/daemon.js';
 
 const skip = fuseSkipReason();
 if (skip) console.log(`# ${skip}`);
 
 const sha256 = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
-const bytes = (s: string) => ({ __type__: 'bytes', data: Buffer.from(s).toString('base64') });
 
 t.test('the mount and RPC see one file tree', { skip }, async (t) => {
   const d = await startMountedDaemon(t);

@@ -7,13 +7,13 @@ import t from 'tap';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fuseSkipReason, sh, shOk, startMountedDaemon, startRemoteMount, tempDir } from './harness.js';
+import { bytes } from '../helpers/daemon.js';
 
 const skip = fuseSkipReason();
 if (skip) console.log(`# ${skip}`);
 
 const KEYS = { alice: 'sk-fuse-alice-0123456789abcdef0001', bob: 'sk-fuse-bob-0123456789abcdef000002', root: 'sk-fuse-root-0123456789abcdef00003' };
 const as = (key: string) => ({ Authorization: `Bearer ${key}` });
-const bytes = (s: string) => ({ __type__: 'bytes', data: Buffer.from(s).toString('base64') });
 
 t.test('permission denials surface as EACCES in a remote mount', { skip }, async (t) => {
   const cfgDir = tempDir('svc-fuse-auth-');

@@ -16,7 +16,6 @@ const skip = fuseSkipReason();
 if (skip) console.log(`# ${skip}`);
 
 const MiB = 1024 * 1024;
-const bytes = (b: Buffer) => ({ __type__: 'bytes', data: b.toString('base64') });
 
 t.test('a remote mount writes and reads files larger than the daemon\'s request limit', { skip }, async (t) => {
   const d = await startMountedDaemon(t, { extraArgs: ['--max-body', '4mb'] });
@@ -98,6 +97,7 @@ with open(path, 'r+b', buffering=0) as f:  # unbuffered: fstat sees every write
     f.flush()
 print(h.hexdigest())
 `;
+import { bytes } from '../helpers/daemon.js';
 
 t.test('the in-process mount streams a large file through its spool, random writes included', { skip }, async (t) => {
   const d = await startMountedDaemon(t);
