@@ -30,6 +30,20 @@ import { JOURNAL_MARK, type FuseJournal } from './journal.js';
 export const BATCH_MAX_BYTES = 256 * 1024;
 /** Bytes of queued content beyond which a commit first waits for the batch under way (memory bound). */
 export const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
+/**
+ * How long a batch waits for more changes before it commits. A writer making files one after the
+ * other (cp -r, tar x, git checkout) closes one every 0.3–1 ms, so without a wait each batch held
+ * one file, and each transaction's hand-overs between threads (the store's writer, its flush, the
+ * commit check) cost more than the file. Measured through the kernel, 2,000 creates and deletes,
+ * quiet machine: creates 846 → 586 µs a file and deletes 414 → 244 µs with 10 ms rather than one
+ * event-loop turn (2 ms: 717 and 325; 5 ms: 637 and 268). Nobody waits for it: closes are answered
+ * from the journal, the mount serves queued files itself, and whoever needs the batch (fsync, a
+ * rename, the memory bound) ends the wait.
+ */
+const GATHER_MS = 10;
+/** A batch stops gathering at this many changes or bytes of content. */
+const GATHER_MAX_CHANGES = 4096;
+const GATHER_MAX_BYTES = 16 * 1024 * 1024;
 
 /** A small file's commit (or a file's removal) answered from the journal, waiting for its batch. */
 interface Queued {
@@ -79,6 +93,8 @@ export class LocalBackend implements FuseBackend {
   #settledSeq = 0;
   /** Called when a batch settles. */
   #batchWaiters: (() => void)[] = [];
+  /** Ends the gathering window of the next batch early (set while it is open). */
+  #endGather: (() => void) | undefined;
 
   /**
    * Without `journal` every commit is made directly (and answered once committed); with it, small
@@ -239,9 +255,32 @@ export class LocalBackend implements FuseBackend {
     while (this.#settledSeq < target) await this.#batchSettled();
   }
 
-  /** Resolves when the batch under way (or the next one) settles. */
+  /** Resolves when the batch under way (or the next one) settles; somebody waiting ends the gathering at once. */
   #batchSettled(): Promise<void> {
-    return new Promise((resolve) => this.#batchWaiters.push(resolve));
+    const settled = new Promise<void>((resolve) => this.#batchWaiters.push(resolve));
+    this.#endGather?.();
+    return settled;
+  }
+
+  /**
+   * The window in which changes join the next batch: {@link GATHER_MS}, or less when a batch is
+   * full or somebody waits for it (fsync, a barrier, the memory bound, unmount).
+   */
+  #gather(): Promise<void> {
+    if (this.#batchWaiters.length > 0 || this.#batchFull()) return new Promise<void>((resolve) => setImmediate(resolve));
+    return new Promise<void>((resolve) => {
+      const end = () => {
+        clearTimeout(timer);
+        this.#endGather = undefined;
+        resolve();
+      };
+      const timer = setTimeout(end, GATHER_MS);
+      this.#endGather = end;
+    });
+  }
+
+  #batchFull(): boolean {
+    return this.#queue.length >= GATHER_MAX_CHANGES || this.#queueBytes >= GATHER_MAX_BYTES;
   }
 
   /** Commits queued and not yet committed. */
@@ -298,6 +337,7 @@ export class LocalBackend implements FuseBackend {
     this.#queuedSeq = queued.seq;
     this.#queueBytes += queued.data.length;
     this.#queued.set(queued.path, queued);
+    if (this.#batchFull()) this.#endGather?.();
     this.#running ??= this.#runBatches(journal).finally(() => { this.#running = undefined; });
   }
 
@@ -305,8 +345,8 @@ export class LocalBackend implements FuseBackend {
   async #runBatches(journal: FuseJournal): Promise<void> {
     let failed = false;
     while (this.#queue.length > 0) {
-      // Let the closes already under way join the batch.
-      await gather();
+      // Let the closes that follow join the batch.
+      await this.#gather();
       const batch = this.#queue;
       this.#queue = [];
       this.#queueBytes = 0;
@@ -352,15 +392,6 @@ export class LocalBackend implements FuseBackend {
       },
     };
   }
-}
-
-/**
- * One turn of the event loop, so that closes already under way join the batch. Waiting longer
- * (2 and 5 ms were measured against this, through the kernel, 2,000 files, load 10-12) made the
- * batches larger but the creates no faster: the close no longer waits for the commit anyway.
- */
-function gather(): Promise<void> {
-  return new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 /** The content of a queued commit, from memory (one chunk: queued files are small). */
