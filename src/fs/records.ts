@@ -35,8 +35,13 @@ export interface FileRecord extends EntryBase {
   version: number;
   etag: string;
   size: number;
-  /** Chunk hashes in order; their concatenation is the content. */
+  /** Chunk hashes in order; their concatenation is the content. Empty when the content is {@link inline}. */
   chunks: string[];
+  /**
+   * The content itself, for a file of at most INLINE_MAX_BYTES stored in its own entry row
+   * (no chunk row, no reference count): see FsService's module note.
+   */
+  inline?: Uint8Array;
   contentType: string;
   /** How the current version came about when not a plain `write` (see {@link VersionRecord.source}). */
   source?: string;
@@ -53,13 +58,15 @@ export type EntryRecord = FileRecord | DirRecord;
 /**
  * One row per superseded version of a file. The current version lives in the file's entry itself
  * ({@link currentVersion}): a write of a new file then touches one metadata row, not two. Entries
- * and version rows each own one reference on every chunk they list.
+ * and version rows each own one reference on every chunk they list (none when the content is inline).
  */
 export interface VersionRecord {
   version: number;
   etag: string;
   size: number;
   chunks: string[];
+  /** The content of a small version, kept in the row itself (as {@link FileRecord.inline}). */
+  inline?: Uint8Array;
   modified: number;
   contentType: string;
   /** How the version came about: `write`, or `rollback` of version N. */
@@ -70,7 +77,7 @@ export interface VersionRecord {
 export function currentVersion(rec: FileRecord): VersionRecord {
   return {
     version: rec.version, etag: rec.etag, size: rec.size, chunks: rec.chunks, modified: rec.versionAt ?? rec.modified,
-    contentType: rec.contentType, source: rec.source ?? 'write',
+    contentType: rec.contentType, source: rec.source ?? 'write', ...(rec.inline ? { inline: rec.inline } : {}),
   };
 }
 

@@ -9,6 +9,12 @@
  *   superseded. Entries and version rows own one chunk reference each per chunk they list;
  * - a chunk's reference count is its `refs` row, or 1 when it has none: most chunks have one
  *   user, and not writing a row for them keeps a new file's commit to two rows (entry, chunk);
+ * - a file of at most {@link INLINE_MAX_BYTES} written with its bytes at hand keeps them in its
+ *   entry (`inline`, no chunks): its commit is one row, not two. Chunk rows are keyed by hash, so
+ *   every new one lands on its own leaf page of the B-tree; small files made about two thirds of
+ *   a commit's page writes that way. Inline content has no references: a version row takes a
+ *   copy, rollback and rename carry it along, and a snapshot that pins it stores it as a chunk
+ *   first (snapshots share content by chunk references);
  * - a pending hold ({@link FsService.holdChunks}: a chunk stored while its file is still being
  *   written, before the commit that will list it) is one reference too, counted in the chunk's
  *   `pending_chunks` row (hash → holds). A commit takes a hold over as its entry's reference; a
@@ -38,6 +44,13 @@ import {
 import { Grepper, type GrepMatch, type GrepperOptions } from './grep.js';
 
 export type { GrepMatch } from './grep.js';
+
+/**
+ * Files up to this size keep their content in their entry row (see the module note). Below half
+ * an LMDB page (4 KiB) with room for the key and the other fields, so an entry never needs an
+ * overflow page.
+ */
+export const INLINE_MAX_BYTES = 1536;
 
 /** Content is split into chunks of this size; each is stored once, keyed by its SHA-256. */
 export const CHUNK_SIZE = 1024 * 1024;
@@ -385,8 +398,12 @@ export class FsService {
     return rec;
   }
 
-  /** The chunks of a file or version, in order, one at a time. */
-  *chunks(rec: { chunks: string[] }): Generator<Buffer> {
+  /** The chunks of a file or version, in order, one at a time (inline content is one chunk). */
+  *chunks(rec: { chunks: string[]; inline?: Uint8Array | undefined }): Generator<Buffer> {
+    if (rec.inline) {
+      yield asBuffer(rec.inline);
+      return;
+    }
     for (const hash of rec.chunks) {
       const data = this.#blobs.get(hash);
       // A missing chunk is store corruption, not a client fault: it surfaces as -32603 / EIO.
@@ -396,7 +413,8 @@ export class FsService {
   }
 
   /** Whole content of a file or version. */
-  content(rec: { chunks: string[] }): Buffer {
+  content(rec: { chunks: string[]; inline?: Uint8Array | undefined }): Buffer {
+    if (rec.inline) return asBuffer(rec.inline);
     if (rec.chunks.length === 1) return this.chunks(rec).next().value as Buffer;
     return Buffer.concat([...this.chunks(rec)]);
   }
@@ -564,18 +582,21 @@ export class FsService {
     }
     this.#createDirs(missingParents, now);
     const version = (existing?.version ?? 0) + 1;
+    const inline = inlineContent(size, pieces);
     // A held chunk's hold becomes the entry's reference: one pending hold fewer, the count unchanged.
-    for (const piece of pieces) {
-      if (piece.held) this.#takeHold(piece.hash);
-      else this.#ref(piece.hash, piece.data);
+    if (!inline) {
+      for (const piece of pieces) {
+        if (piece.held) this.#takeHold(piece.hash);
+        else this.#ref(piece.hash, piece.data);
+      }
     }
     const contentType = contentTypeOf(p);
-    const chunks = pieces.map((c) => c.hash);
+    const chunks = inline ? [] : pieces.map((c) => c.hash);
     // The version being replaced joins the history; the new one lives in the entry.
     if (existing) this.#versions.put(versionKey(p, existing.version), currentVersion(existing));
     const modified = opts.modified ?? now;
     this.#entries.put(entryKey(p), {
-      kind: 'file', version, etag, size, chunks, contentType,
+      kind: 'file', version, etag, size, chunks, ...(inline ? { inline } : {}), contentType,
       created: existing?.created ?? now, modified,
       ...(modified === now ? {} : { versionAt: now }),
       ...keptAttributes(existing, opts.attributes),
@@ -825,7 +846,9 @@ export class FsService {
     return this.#grepper.run({
       pattern: opts.pattern, ignoreCase: opts.ignoreCase ?? false, max: opts.maxResults ?? 1000, maxLine: GREP_MAX_LINE,
       // Read while the grep is under way: a file overwritten or deleted meanwhile may have lost its chunks.
-      files: files.map(([path, rec]) => ({ path, chunkCount: rec.chunks.length, chunk: (i: number) => blobs.peek(rec.chunks[i]!) })),
+      files: files.map(([path, rec]) => (rec.inline
+        ? { path, chunkCount: 1, chunk: () => rec.inline }
+        : { path, chunkCount: rec.chunks.length, chunk: (i: number) => blobs.peek(rec.chunks[i]!) })),
     });
   }
 
@@ -884,9 +907,10 @@ export class FsService {
         // History is never rewritten: the old content comes back as a new version.
         this.#versions.put(versionKey(p, rec.version), currentVersion(rec));
         const { versionAt: _at, ...kept } = rec;
+        const { inline: _inline, ...rest } = kept;
         this.#entries.put(entryKey(p), {
-          ...kept, version: next, etag: old.etag, size: old.size, chunks: old.chunks, contentType: old.contentType, modified: now,
-          source: `rollback:${version}`,
+          ...rest, version: next, etag: old.etag, size: old.size, chunks: old.chunks, ...(old.inline ? { inline: old.inline } : {}),
+          contentType: old.contentType, modified: now, source: `rollback:${version}`,
         });
         return { version: next, etag: old.etag };
       });
@@ -932,13 +956,16 @@ export class FsService {
       for (const range of subtreeRanges(d)) {
         for (const { key, value } of this.#entries.range(range)) {
           if (value.kind !== 'file') continue;
+          // Snapshots share content by chunk references: inline content is stored as its one chunk
+          // (its hash is the etag), referenced by the snapshot alone.
+          if (value.inline) this.#ref(value.etag, value.inline);
+          else for (const hash of value.chunks) this.#ref(hash);
           files.set(relativeTo(keyPath(key), d), {
-            etag: value.etag, size: value.size, chunks: value.chunks, contentType: value.contentType,
+            etag: value.etag, size: value.size, chunks: value.inline ? [value.etag] : value.chunks, contentType: value.contentType,
             mode: value.mode ?? DEFAULT_FILE_MODE, ...(value.symlink ? { symlink: true as const } : {}),
           });
         }
       }
-      for (const f of files.values()) for (const hash of f.chunks) this.#ref(hash);
       return after ? after(files) : files;
     });
   }
@@ -1279,6 +1306,22 @@ function hashPieces(pieces: readonly ContentPiece[], knownEtag?: string): { etag
   // An empty file is one empty chunk, as write() stores it.
   if (chunks.length === 0) chunks.push({ hash: etag, data: new Uint8Array(0) });
   return { etag, size, chunks };
+}
+
+/**
+ * The bytes a new version keeps in its entry: those of a one-chunk content of at most
+ * {@link INLINE_MAX_BYTES} that the writer did not store ahead (a held chunk stays a chunk).
+ * No copy: the entry's put encodes them into the row at once (msgpack copies the bytes).
+ */
+function inlineContent(size: number, pieces: readonly StoredPiece[]): Uint8Array | undefined {
+  if (size > INLINE_MAX_BYTES || pieces.length !== 1 || pieces[0]!.held) return undefined;
+  const { data } = pieces[0]!;
+  return typeof data === 'function' ? data() : data;
+}
+
+/** A Buffer view of stored bytes (the store hands back Uint8Arrays or Buffers). */
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 function splitChunks(content: Uint8Array, etag: string): { hash: string; data: Uint8Array }[] {

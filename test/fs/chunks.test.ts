@@ -1,6 +1,6 @@
 import t from 'tap';
 import { CHUNK_SIZE } from '../../src/fs/service.js';
-import { makeFs, noise, b, sha256, chunkHashesOf, rejection } from './fixture.js';
+import { makeFs, noise, b, chunked, sha256, chunkHashesOf, rejection } from './fixture.js';
 
 const MiB = 1024 * 1024;
 
@@ -87,13 +87,13 @@ t.test('chunks still used by another file survive a delete; the others are freed
 t.test('old versions keep their chunks until the file goes', async (t) => {
   const fx = makeFs(t);
   const { fs, store } = fx;
-  await fs.write('/h.txt', b('version one'));
-  await fs.write('/h.txt', b('version two'));
-  t.ok(store.blobs.has(sha256('version one')), 'history holds the old chunk');
-  t.equal(fs.getVersion('/h.txt', 1).toString(), 'version one');
+  await fs.write('/h.txt', b(chunked('version one')));
+  await fs.write('/h.txt', b(chunked('version two')));
+  t.ok(store.blobs.has(sha256(chunked('version one'))), 'history holds the old chunk');
+  t.equal(fs.getVersion('/h.txt', 1).toString(), chunked('version one'));
   await fs.delete('/h.txt');
-  t.notOk(store.blobs.has(sha256('version one')));
-  t.notOk(store.blobs.has(sha256('version two')));
+  t.notOk(store.blobs.has(sha256(chunked('version one'))));
+  t.notOk(store.blobs.has(sha256(chunked('version two'))));
   t.same(fx.allRefs().size, 0);
 });
 
@@ -111,16 +111,16 @@ t.test('repeated chunks inside one file are stored once and counted per use', as
   t.notOk(store.blobs.has(h!));
 });
 
-t.test('small identical files share one chunk', async (t) => {
+t.test('identical files above the inline size share one chunk', async (t) => {
   const fx = makeFs(t);
   const { fs } = fx;
-  await fs.write('/one.txt', b('shared text'));
-  await fs.write('/two.txt', b('shared text'));
-  t.equal(fx.refs(sha256('shared text')), 2);
+  await fs.write('/one.txt', b(chunked('shared text')));
+  await fs.write('/two.txt', b(chunked('shared text')));
+  t.equal(fx.refs(sha256(chunked('shared text'))), 2);
   t.equal(fx.allRefs().size, 1);
   await fs.delete('/one.txt');
-  t.equal(fx.refs(sha256('shared text')), 1);
-  t.equal(fs.read('/two.txt').content.toString(), 'shared text');
+  t.equal(fx.refs(sha256(chunked('shared text'))), 1);
+  t.equal(fs.read('/two.txt').content.toString(), chunked('shared text'));
 });
 
 t.test('rename moves references, it does not copy or free them', async (t) => {
@@ -156,15 +156,15 @@ t.test('rmdir recursive frees the chunks of everything below', async (t) => {
   const { fs, store } = fx;
   const big = noise(2 * MiB, 41);
   await fs.write('/tree/a/big.bin', big);
-  await fs.write('/tree/a/big.bin', b('v2'));
-  await fs.write('/tree/b/c/small.txt', b('small'));
-  await fs.write('/keep/small.txt', b('small')); // shares a chunk with /tree/b/c/small.txt
+  await fs.write('/tree/a/big.bin', b(chunked('v2')));
+  await fs.write('/tree/b/c/small.txt', b(chunked('small')));
+  await fs.write('/keep/small.txt', b(chunked('small'))); // shares a chunk with /tree/b/c/small.txt
   await fs.rmdir('/tree', { recursive: true });
   for (const h of chunkHashesOf(big)) t.notOk(store.blobs.has(h));
-  t.notOk(store.blobs.has(sha256('v2')));
-  t.ok(store.blobs.has(sha256('small')), 'a chunk also used outside the tree survives');
-  t.equal(fx.refs(sha256('small')), 1);
-  t.same([...fx.allRefs().keys()], [sha256('small')]);
+  t.notOk(store.blobs.has(sha256(chunked('v2'))));
+  t.ok(store.blobs.has(sha256(chunked('small'))), 'a chunk also used outside the tree survives');
+  t.equal(fx.refs(sha256(chunked('small'))), 1);
+  t.same([...fx.allRefs().keys()], [sha256(chunked('small'))]);
   t.same(fx.allVersions().map((v) => v.path), ['/keep/small.txt'], 'only the kept file has versions');
   t.same(fx.dump().versions, [], 'no history rows left for the removed tree (the kept file has one version, in its entry)');
 });
@@ -185,8 +185,8 @@ t.test('every reference row matches a stored chunk', async (t) => {
   const fx = makeFs(t);
   const { fs, store } = fx;
   await fs.write('/p/1.bin', noise(MiB + 3, 61));
-  await fs.write('/p/2.bin', b('two'));
-  await fs.write('/p/2.bin', b('two again'));
+  await fs.write('/p/2.bin', b(chunked('two')));
+  await fs.write('/p/2.bin', b(chunked('two again')));
   await fs.rename('/p/2.bin', '/q/2.bin');
   await fs.rollback('/q/2.bin', 1);
   await fs.delete('/p/1.bin');

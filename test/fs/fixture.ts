@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { LmdbStore } from '../../src/store/lmdb/index.js';
 import { EventBus, type ChangeEvent } from '../../src/core/events.js';
-import { FsService, CHUNK_SIZE } from '../../src/fs/service.js';
+import { FsService, CHUNK_SIZE, INLINE_MAX_BYTES } from '../../src/fs/service.js';
 import type { GrepperOptions } from '../../src/fs/grep.js';
 import type { SvcError } from '../../src/core/errors.js';
 
@@ -104,6 +104,8 @@ export function makeFs(t: Test, opts: { grep?: GrepperOptions } = {}): FsFixture
 
 /** Bytes of a string. */
 export const b = (s: string): Buffer => Buffer.from(s);
+/** `s` padded past INLINE_MAX_BYTES: content the service stores as a chunk, not inline in the entry. */
+export const chunked = (s: string): string => s.padEnd(INLINE_MAX_BYTES + 1, '.');
 
 /** Deterministic pseudo-random bytes: every chunk differs from every other, and seeds differ. */
 export function noise(size: number, seed = 1): Buffer {

@@ -1,16 +1,17 @@
 /**
- * What the write path stores, row by row: a new file is one entry and one chunk (the current
- * version lives in the entry, a chunk with one user has no refs row), and the history, reference
+ * What the write path stores, row by row: a new small file is one entry holding its content, a
+ * larger one an entry and one chunk (the current version lives in the entry, a chunk with one user
+ * has no refs row), and the history, reference
  * counts, version times and sources come out the same as when every version had its own row.
  * Also the upgrade of a data directory written in that earlier layout.
  */
 import t from 'tap';
-import { makeFs, b, sha256, rejection } from './fixture.js';
-import { SEP, versionKey, entryKey, type EntryRecord, type VersionRecord } from '../../src/fs/records.js';
+import { makeFs, b, chunked, sha256, rejection } from './fixture.js';
+import { SEP, versionKey, entryKey, type EntryRecord, type FileRecord, type VersionRecord } from '../../src/fs/records.js';
 
 const keys = (rows: [string, unknown][]) => rows.map(([k]) => k);
 
-t.test('a new file is one entry row and one chunk: no version row, no reference row', async (t) => {
+t.test('a new small file is one entry row holding its content: no chunk, no version row, no reference row', async (t) => {
   const fx = makeFs(t);
   await fx.fs.mkdir('/d');
   const before = fx.dump();
@@ -19,27 +20,45 @@ t.test('a new file is one entry row and one chunk: no version row, no reference 
   t.same(keys(after.entries).filter((k) => !keys(before.entries).includes(k)), [entryKey('/d/new.txt')]);
   t.same(after.versions, [], 'no version row');
   t.same(after.refs, [], 'no reference row');
-  t.same([...fx.store.blobs.hashes()], [sha256('fresh content')], 'one chunk');
-  t.equal(fx.refs(sha256('fresh content')), 1);
+  t.same([...fx.store.blobs.hashes()], [], 'no chunk');
+  const rec = fx.fs.stat('/d/new.txt') as FileRecord;
+  t.same(rec.chunks, []);
+  t.equal(Buffer.from(rec.inline!).toString(), 'fresh content', 'the content is in the entry');
+  t.equal(fx.fs.read('/d/new.txt').content.toString(), 'fresh content');
   t.same(fx.fs.listVersions('/d/new.txt').map((v) => [v.version, v.source]), [[1, 'write']]);
+});
+
+t.test('a new file above the inline size is one entry row and one chunk: no version row, no reference row', async (t) => {
+  const fx = makeFs(t);
+  await fx.fs.mkdir('/d');
+  const before = fx.dump();
+  const text = chunked('fresh content');
+  await fx.fs.write('/d/new.txt', b(text));
+  const after = fx.dump();
+  t.same(keys(after.entries).filter((k) => !keys(before.entries).includes(k)), [entryKey('/d/new.txt')]);
+  t.same(after.versions, [], 'no version row');
+  t.same(after.refs, [], 'no reference row');
+  t.same([...fx.store.blobs.hashes()], [sha256(text)], 'one chunk');
+  t.equal(fx.refs(sha256(text)), 1);
+  t.notOk((fx.fs.stat('/d/new.txt') as FileRecord).inline);
 });
 
 t.test('the superseded version becomes a row; a second user of a chunk adds a count row, the last one frees it', async (t) => {
   const fx = makeFs(t);
   const { fs } = fx;
-  await fs.write('/a.txt', b('one'));
-  await fs.write('/a.txt', b('two'));
+  await fs.write('/a.txt', b(chunked('one')));
+  await fs.write('/a.txt', b(chunked('two')));
   t.same(keys(fx.dump().versions), [versionKey('/a.txt', 1)], 'version 1 moved to the history');
   t.same(fx.dump().refs, [], 'still one user per chunk');
-  await fs.write('/b.txt', b('one')); // shares version 1's chunk
-  t.same(fx.dump().refs, [[sha256('one'), 2]]);
-  await fs.write('/c.txt', b('one'));
-  t.equal(fx.refs(sha256('one')), 3);
+  await fs.write('/b.txt', b(chunked('one'))); // shares version 1's chunk
+  t.same(fx.dump().refs, [[sha256(chunked('one')), 2]]);
+  await fs.write('/c.txt', b(chunked('one')));
+  t.equal(fx.refs(sha256(chunked('one'))), 3);
   await fs.delete('/b.txt');
   await fs.delete('/c.txt');
   t.same(fx.dump().refs, [], 'back to one user: the count row goes');
-  t.ok(fx.store.blobs.has(sha256('one')), 'the chunk stays for version 1 of /a.txt');
-  t.equal(fs.getVersion('/a.txt', 1).toString(), 'one');
+  t.ok(fx.store.blobs.has(sha256(chunked('one'))), 'the chunk stays for version 1 of /a.txt');
+  t.equal(fs.getVersion('/a.txt', 1).toString(), chunked('one'));
   await fs.delete('/a.txt');
   t.same([...fx.store.blobs.hashes()], [], 'the last user gone: every chunk freed');
   t.same(fx.dump(), { entries: fx.dump().entries, versions: [], refs: [] });
@@ -47,12 +66,12 @@ t.test('the superseded version becomes a row; a second user of a chunk adds a co
 
 t.test('a chunk used twice within one transaction is stored once with two references', async (t) => {
   const fx = makeFs(t);
-  await Promise.all([fx.fs.write('/x/1.txt', b('same')), fx.fs.write('/x/2.txt', b('same'))]);
-  t.equal(fx.refs(sha256('same')), 2);
+  await Promise.all([fx.fs.write('/x/1.txt', b(chunked('same'))), fx.fs.write('/x/2.txt', b(chunked('same')))]);
+  t.equal(fx.refs(sha256(chunked('same'))), 2);
   await fx.fs.delete('/x/1.txt');
-  t.equal(fx.refs(sha256('same')), 1);
+  t.equal(fx.refs(sha256(chunked('same'))), 1);
   await fx.fs.delete('/x/2.txt');
-  t.equal(fx.refs(sha256('same')), 0);
+  t.equal(fx.refs(sha256(chunked('same'))), 0);
 });
 
 t.test('version times: the commit time, whatever the file\'s mtime says', async (t) => {

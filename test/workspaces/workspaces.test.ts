@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { buildServices, type Services } from '../../src/daemon.js';
 import { WorkspaceService } from '../../src/workspaces/service.js';
+import { INLINE_MAX_BYTES } from '../../src/fs/service.js';
 
 const enc = (s: string) => Buffer.from(s);
 
@@ -80,6 +81,29 @@ t.test('a restore racing an unregister of its workspace is -32000 and restores n
   t.equal(fs.read('/race/b.txt').content.toString(), 'only the snapshot keeps this');
 });
 
+t.test('a snapshot copies no chunked content; inline content is stored once and freed with the last snapshot', async (t) => {
+  const { fs, workspaces: ws, store } = await open(t);
+  const big = Buffer.alloc(INLINE_MAX_BYTES + 1, 'b');
+  await fs.write('/c/big.txt', big);
+  await fs.write('/c/small.txt', enc('small content'));
+  await ws.register('/c');
+  const before = [...store.blobs.hashes()];
+  t.equal(before.length, 1, 'only the big file has a chunk');
+  await ws.snapshot('/c');
+  await ws.snapshot('/c');
+  const after = [...store.blobs.hashes()];
+  t.equal(after.length, 2, 'two snapshots: the small file stored once, the big one not again');
+  await fs.delete('/c/small.txt');
+  await fs.write('/c/big.txt', enc('now small'));
+  await ws.restore('/c', 1);
+  t.equal(fs.read('/c/small.txt').content.toString(), 'small content', 'restored from the snapshot');
+  t.ok(fs.read('/c/big.txt').content.equals(big));
+  t.equal(fs.getVersion('/c/big.txt', 2).toString(), 'now small', 'history kept across the restore');
+  await ws.unregister('/c');
+  await fs.rmdir('/c', { recursive: true });
+  t.same([...store.blobs.hashes()], [], 'nothing left once the snapshots and files are gone');
+});
+
 t.test('snapshot / edit / restore / diff round trip on 1,000 files; history intact', async (t) => {
   const { fs, workspaces: ws, store } = await open(t);
   const N = 1000;
@@ -88,7 +112,9 @@ t.test('snapshot / edit / restore / diff round trip on 1,000 files; history inta
   const chunksBefore = [...store.blobs.hashes()].length;
   const s1 = await ws.snapshot('/w', { description: 'first', tags: ['t1'], created_by: 'tester' });
   t.match(s1, { snapshot_number: 1, file_count: N, description: 'first', tags: ['t1'], created_by: 'tester' });
-  t.equal([...store.blobs.hashes()].length, chunksBefore, 'a snapshot copies no bytes');
+  // Small files keep their content in their entries; a snapshot shares content by chunk
+  // references, so it stores each one as a chunk (once: a later snapshot only references it).
+  t.equal([...store.blobs.hashes()].length, chunksBefore + N, 'each small file\'s content became one chunk');
 
   // edits: modify 0..99, delete 100..199, add 100 new files
   await Promise.all(Array.from({ length: 100 }, (_, i) => fs.write(`/w/d${i % 10}/f${i}.txt`, enc(`changed ${i}\n`))));

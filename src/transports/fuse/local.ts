@@ -383,6 +383,7 @@ export class LocalBackend implements FuseBackend {
       etag: rec.etag,
       hash: (i) => chunks[i],
       loadSync(i) {
+        if (rec.inline && i === 0) return fs.content(rec);
         const hash = chunks[i];
         if (hash === undefined) throw new NotFoundError(`chunk ${i} is beyond the end of the content`);
         return fs.chunks({ chunks: [hash] }).next().value as Buffer;
