@@ -4,7 +4,7 @@
  * A daemon (`node bin/svc serve --mount`) runs as a child process; this process drives both sides
  * with ordinary fs calls (safe: it does not serve the mount). Prints a markdown table.
  *
- * - sequential write of a 256 MiB file in 1 MiB blocks, twice: with fsync before close on BOTH sides
+ * - sequential write of a 256 MiB file in 1 MiB blocks, two rows, rounds interleaved: with fsync before close on BOTH sides
  *   (the durable row, the one the ≥ 25 % target is for: the in-process mount's close commits without
  *   waiting for the store's flush, src/transports/fuse/local.ts, and its fsync waits for that flush),
  *   and without fsync on either side (close only: the disk's page cache against the mount's
@@ -23,8 +23,7 @@
  * - `git status` in a 2,000-file repository.
  *
  * Options: --size-mib N (default 256), --files N (default 2000), --rounds N (small-file rounds,
- * default 3). Skips with a reason when FUSE
- * cannot work here.
+ * default 3). Skips with a reason when FUSE cannot work here.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import {
