@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { defineMethod, type ApiOf } from '../core/method.js';
 import { bytesParam, datetimeParam } from '../core/wire.js';
 import { normalizeFilePath, normalizePath } from '../core/paths.js';
-import type { EntryRecord } from './records.js';
+import { hasInline, type EntryRecord } from './records.js';
 import { CHUNK_SIZE, type FsService } from './service.js';
 import { outermostMissing, type Permissions } from '../auth/permissions.js';
 import type { OperationContext } from '../core/context.js';
@@ -46,7 +46,7 @@ export function readRange(fs: FsService, path: string, offset: number, length: n
   if (offset >= end) return Buffer.alloc(0);
   const first = Math.floor(offset / CHUNK_SIZE);
   const last = Math.floor((end - 1) / CHUNK_SIZE);
-  const parts = [...fs.chunks(rec.inline ? rec : { chunks: rec.chunks.slice(first, last + 1) })];
+  const parts = [...fs.chunks(hasInline(rec) ? rec : { chunks: rec.chunks.slice(first, last + 1) })];
   const joined = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
   const from = offset - first * CHUNK_SIZE;
   return joined.subarray(from, from + (end - offset));

@@ -9,8 +9,9 @@
  *   superseded. Entries and version rows own one chunk reference each per chunk they list;
  * - a chunk's reference count is its `refs` row, or 1 when it has none: most chunks have one
  *   user, and not writing a row for them keeps a new file's commit to two rows (entry, chunk);
- * - a file of at most {@link INLINE_MAX_BYTES} written with its bytes at hand keeps them in its
- *   entry (`inline`, no chunks): its commit is one row, not two. Chunk rows are keyed by hash, so
+ * - a file of at most {@link INLINE_MAX_BYTES} (ASCII; other bytes as base64 within that many
+ *   characters) written with its bytes at hand keeps them in its entry (`inline`/`inline64`, no
+ *   chunks): its commit is one row, not two. Chunk rows are keyed by hash, so
  *   every new one lands on its own leaf page of the B-tree; small files made about two thirds of
  *   a commit's page writes that way. Inline content has no references: a version row takes a
  *   copy, rollback and rename carry it along, and a snapshot that pins it stores it as a chunk
@@ -40,7 +41,11 @@ import {
 import {
   type DirRecord, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord,
   entryKey, keyPath, childrenRange, subtreeRanges, versionKey, versionsRange, currentVersion,
+  encodeInline, hasInline, inlineFields, inlineOf,
 } from './records.js';
+
+/** What holds a file's or version's content: its chunk hashes, or the content itself. */
+type ContentRecord = Pick<FileRecord, 'chunks' | 'inline' | 'inline64'>;
 import { Grepper, type GrepMatch, type GrepperOptions } from './grep.js';
 
 export type { GrepMatch } from './grep.js';
@@ -399,9 +404,10 @@ export class FsService {
   }
 
   /** The chunks of a file or version, in order, one at a time (inline content is one chunk). */
-  *chunks(rec: { chunks: string[]; inline?: Uint8Array | undefined }): Generator<Buffer> {
-    if (rec.inline) {
-      yield asBuffer(rec.inline);
+  *chunks(rec: ContentRecord): Generator<Buffer> {
+    const inline = inlineOf(rec);
+    if (inline) {
+      yield inline;
       return;
     }
     for (const hash of rec.chunks) {
@@ -413,8 +419,9 @@ export class FsService {
   }
 
   /** Whole content of a file or version. */
-  content(rec: { chunks: string[]; inline?: Uint8Array | undefined }): Buffer {
-    if (rec.inline) return asBuffer(rec.inline);
+  content(rec: ContentRecord): Buffer {
+    const inline = inlineOf(rec);
+    if (inline) return inline;
     if (rec.chunks.length === 1) return this.chunks(rec).next().value as Buffer;
     return Buffer.concat([...this.chunks(rec)]);
   }
@@ -596,7 +603,7 @@ export class FsService {
     if (existing) this.#versions.put(versionKey(p, existing.version), currentVersion(existing));
     const modified = opts.modified ?? now;
     this.#entries.put(entryKey(p), {
-      kind: 'file', version, etag, size, chunks, ...(inline ? { inline } : {}), contentType,
+      kind: 'file', version, etag, size, chunks, ...inline, contentType,
       created: existing?.created ?? now, modified,
       ...(modified === now ? {} : { versionAt: now }),
       ...keptAttributes(existing, opts.attributes),
@@ -846,8 +853,8 @@ export class FsService {
     return this.#grepper.run({
       pattern: opts.pattern, ignoreCase: opts.ignoreCase ?? false, max: opts.maxResults ?? 1000, maxLine: GREP_MAX_LINE,
       // Read while the grep is under way: a file overwritten or deleted meanwhile may have lost its chunks.
-      files: files.map(([path, rec]) => (rec.inline
-        ? { path, chunkCount: 1, chunk: () => rec.inline }
+      files: files.map(([path, rec]) => (hasInline(rec)
+        ? { path, chunkCount: 1, chunk: () => inlineOf(rec) }
         : { path, chunkCount: rec.chunks.length, chunk: (i: number) => blobs.peek(rec.chunks[i]!) })),
     });
   }
@@ -907,9 +914,9 @@ export class FsService {
         // History is never rewritten: the old content comes back as a new version.
         this.#versions.put(versionKey(p, rec.version), currentVersion(rec));
         const { versionAt: _at, ...kept } = rec;
-        const { inline: _inline, ...rest } = kept;
+        const { inline: _inline, inline64: _inline64, ...rest } = kept;
         this.#entries.put(entryKey(p), {
-          ...rest, version: next, etag: old.etag, size: old.size, chunks: old.chunks, ...(old.inline ? { inline: old.inline } : {}),
+          ...rest, version: next, etag: old.etag, size: old.size, chunks: old.chunks, ...inlineFields(old),
           contentType: old.contentType, modified: now, source: `rollback:${version}`,
         });
         return { version: next, etag: old.etag };
@@ -958,10 +965,11 @@ export class FsService {
           if (value.kind !== 'file') continue;
           // Snapshots share content by chunk references: inline content is stored as its one chunk
           // (its hash is the etag), referenced by the snapshot alone.
-          if (value.inline) this.#ref(value.etag, value.inline);
+          const inline = inlineOf(value);
+          if (inline) this.#ref(value.etag, inline);
           else for (const hash of value.chunks) this.#ref(hash);
           files.set(relativeTo(keyPath(key), d), {
-            etag: value.etag, size: value.size, chunks: value.inline ? [value.etag] : value.chunks, contentType: value.contentType,
+            etag: value.etag, size: value.size, chunks: inline ? [value.etag] : value.chunks, contentType: value.contentType,
             mode: value.mode ?? DEFAULT_FILE_MODE, ...(value.symlink ? { symlink: true as const } : {}),
           });
         }
@@ -1313,15 +1321,10 @@ function hashPieces(pieces: readonly ContentPiece[], knownEtag?: string): { etag
  * {@link INLINE_MAX_BYTES} that the writer did not store ahead (a held chunk stays a chunk).
  * No copy: the entry's put encodes them into the row at once (msgpack copies the bytes).
  */
-function inlineContent(size: number, pieces: readonly StoredPiece[]): Uint8Array | undefined {
+function inlineContent(size: number, pieces: readonly StoredPiece[]): ReturnType<typeof encodeInline> {
   if (size > INLINE_MAX_BYTES || pieces.length !== 1 || pieces[0]!.held) return undefined;
   const { data } = pieces[0]!;
-  return typeof data === 'function' ? data() : data;
-}
-
-/** A Buffer view of stored bytes (the store hands back Uint8Arrays or Buffers). */
-function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return encodeInline(typeof data === 'function' ? data() : data, INLINE_MAX_BYTES);
 }
 
 function splitChunks(content: Uint8Array, etag: string): { hash: string; data: Uint8Array }[] {

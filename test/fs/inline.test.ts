@@ -6,30 +6,55 @@
 import t from 'tap';
 import { INLINE_MAX_BYTES } from '../../src/fs/service.js';
 import { readRange } from '../../src/fs/posix.js';
-import type { FileRecord } from '../../src/fs/records.js';
+import { inlineOf, type FileRecord } from '../../src/fs/records.js';
 import { makeFs, b, sha256 } from './fixture.js';
 
 const record = (fx: ReturnType<typeof makeFs>, path: string) => fx.fs.stat(path) as FileRecord;
 
-t.test('up to INLINE_MAX_BYTES the content is in the entry; one byte more is a chunk', async (t) => {
+t.test('up to INLINE_MAX_BYTES of ASCII the content is in the entry; one byte more is a chunk', async (t) => {
   const fx = makeFs(t);
   const edge = Buffer.alloc(INLINE_MAX_BYTES, 'e');
   const over = Buffer.alloc(INLINE_MAX_BYTES + 1, 'o');
   await fx.fs.write('/edge.txt', edge);
   await fx.fs.write('/over.txt', over);
-  t.ok(Buffer.from(record(fx, '/edge.txt').inline!).equals(edge));
+  t.equal(record(fx, '/edge.txt').inline, edge.toString(), 'ASCII is kept as it is');
+  t.ok(inlineOf(record(fx, '/edge.txt'))!.equals(edge));
   t.same(record(fx, '/edge.txt').chunks, []);
-  t.notOk(record(fx, '/over.txt').inline);
+  t.notOk(inlineOf(record(fx, '/over.txt')));
   t.same([...fx.store.blobs.hashes()], [sha256(over)], 'only the larger file has a chunk');
   t.equal(record(fx, '/edge.txt').etag, sha256(edge), 'the etag is the SHA-256 of the content either way');
   t.ok(fx.fs.read('/edge.txt').content.equals(edge));
   t.ok(fx.fs.read('/over.txt').content.equals(over));
 });
 
+t.test('other bytes are kept as base64 while that fits in INLINE_MAX_BYTES characters', async (t) => {
+  const fx = makeFs(t);
+  const fits = (INLINE_MAX_BYTES / 4) * 3;
+  const edge = Buffer.alloc(fits, 0xe9); // é in Latin-1, not ASCII
+  const over = Buffer.alloc(fits + 1, 0xff);
+  const mixed = Buffer.from([0x00, 0x41, 0x80, 0x0a, 0xff, 0x7f]);
+  await fx.fs.write('/edge.bin', edge);
+  await fx.fs.write('/over.bin', over);
+  await fx.fs.write('/mixed.bin', mixed);
+  t.equal(record(fx, '/edge.bin').inline64, edge.toString('base64'));
+  t.equal(record(fx, '/edge.bin').inline, undefined);
+  t.ok(fx.fs.read('/edge.bin').content.equals(edge));
+  t.notOk(inlineOf(record(fx, '/over.bin')), 'too long once base64-encoded: a chunk');
+  t.same([...fx.store.blobs.hashes()], [sha256(over)]);
+  t.ok(fx.fs.read('/over.bin').content.equals(over));
+  t.ok(fx.fs.read('/mixed.bin').content.equals(mixed), 'control bytes, NUL and high bytes round-trip');
+  t.same(readRange(fx.fs, '/mixed.bin', 2, 3), mixed.subarray(2, 5));
+  await fx.fs.write('/mixed.bin', b('now text'));
+  t.ok(fx.fs.getVersion('/mixed.bin', 1).equals(mixed), 'a base64 version in the history');
+  await fx.fs.rollback('/mixed.bin', 1);
+  t.ok(fx.fs.read('/mixed.bin').content.equals(mixed));
+  t.equal(record(fx, '/mixed.bin').inline, undefined, 'rolled back: base64 again, no text field left over');
+});
+
 t.test('an empty file is inline and reads back empty', async (t) => {
   const fx = makeFs(t);
   await fx.fs.write('/empty.txt', Buffer.alloc(0));
-  t.equal(record(fx, '/empty.txt').inline?.byteLength, 0);
+  t.equal(record(fx, '/empty.txt').inline, '');
   t.equal(fx.fs.read('/empty.txt').content.length, 0);
   t.same([...fx.store.blobs.hashes()], []);
   t.same(readRange(fx.fs, '/empty.txt', 0, 10), Buffer.alloc(0));
@@ -51,10 +76,10 @@ t.test('history: superseded inline versions keep their bytes; get_version, diff 
   const r = await fx.fs.rollback('/h.txt', 1);
   t.equal(r.version, 5);
   t.equal(fx.fs.read('/h.txt').content.toString(), 'one\n', 'rollback to an inline version');
-  t.ok(Buffer.from(record(fx, '/h.txt').inline!).equals(b('one\n')));
+  t.equal(record(fx, '/h.txt').inline, 'one\n');
   await fx.fs.rollback('/h.txt', 3);
   t.ok(fx.fs.read('/h.txt').content.equals(big), 'and back to a chunked one');
-  t.notOk(record(fx, '/h.txt').inline, 'which is a chunk reference again, not inline');
+  t.notOk(inlineOf(record(fx, '/h.txt')), 'which is a chunk reference again, not inline');
   t.same(fx.allRefs(), fx.expectedRefs(), 'reference counts match the chunk uses');
 
   await fx.fs.delete('/h.txt');
@@ -97,14 +122,14 @@ t.test('writeMany (the FUSE group commit) stores small files inline; a held chun
     { path: '/m/2.txt', pieces: [{ data: b('second'), hash: sha256('second') }] },
   ]);
   t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled']);
-  t.equal(Buffer.from(record(fx, '/m/1.txt').inline!).toString(), 'first');
+  t.equal(record(fx, '/m/1.txt').inline, 'first');
   t.equal(fx.fs.read('/m/2.txt').content.toString(), 'second');
   t.same([...fx.store.blobs.hashes()], []);
 
   const held = b('held small chunk');
   t.same(await fx.fs.holdChunks([{ hash: sha256(held), data: () => held }]), [true]);
   await fx.fs.writeChunks('/m/held.txt', [{ data: held, hash: sha256(held), size: held.length, held: true }]);
-  t.notOk(record(fx, '/m/held.txt').inline, 'the hold became the entry\'s chunk reference');
+  t.notOk(inlineOf(record(fx, '/m/held.txt')), 'the hold became the entry\'s chunk reference');
   t.same(fx.pending(), new Map(), 'no pending hold left');
   t.same(fx.allRefs(), fx.expectedRefs());
   t.equal(fx.fs.read('/m/held.txt').content.toString(), 'held small chunk');

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import type { EventBus } from '../../core/events.js';
 import type { Logger } from '../../core/log.js';
 import { parentOf } from '../../core/paths.js';
-import type { EntryAttributes, EntryRecord, FileRecord, VersionRecord } from '../../fs/records.js';
+import { hasInline, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord } from '../../fs/records.js';
 import type { AttributeChanges, FsService, HoldRequest } from '../../fs/service.js';
 import { NotFoundError } from '../../core/errors.js';
 import type { CommitOptions, CommitPiece, CommitResult, FuseBackend, NodeInfo, SpaceInfo, StoredContent, VersionInfo } from './backend.js';
@@ -383,7 +383,7 @@ export class LocalBackend implements FuseBackend {
       etag: rec.etag,
       hash: (i) => chunks[i],
       loadSync(i) {
-        if (rec.inline && i === 0) return fs.content(rec);
+        if (i === 0 && hasInline(rec)) return fs.content(rec);
         const hash = chunks[i];
         if (hash === undefined) throw new NotFoundError(`chunk ${i} is beyond the end of the content`);
         return fs.chunks({ chunks: [hash] }).next().value as Buffer;
