@@ -283,12 +283,23 @@ export class FsService {
    * once done (the composition root awaits it before serving). Until 2026-11-24 the current version
    * of every file also had a version row, and every chunk a `refs` row even with one reference.
    * Either layout is rewritten to the current one: the duplicate version rows go (their source
-   * and commit time move into the entry), and so do `refs` rows of 1.
+   * and commit time move into the entry), and so do `refs` rows of 1. Layout 3 (small content
+   * inline in the rows) needs no rewrite: earlier rows are valid as they are. A data directory
+   * of a later layout than this build knows is refused: its rows may hold what this build would
+   * misread (an older build reads an inline file as empty).
    */
   async upgrade(): Promise<void> {
-    if (this.#meta.get(LAYOUT_KEY) === LAYOUT) return;
+    const stored = this.#meta.get(LAYOUT_KEY);
+    if (stored === LAYOUT) return;
+    if (stored !== undefined && stored > LAYOUT) {
+      throw new Error(`the data directory was written by a newer svc (storage layout ${stored}; this build reads layouts up to ${LAYOUT}): upgrade svc`);
+    }
     await this.#store.transact(() => {
-      if (this.#meta.get(LAYOUT_KEY) === LAYOUT) return;
+      const now = this.#meta.get(LAYOUT_KEY);
+      if (now !== undefined && now >= ENTRY_HOLDS_CURRENT_LAYOUT) {
+        if (now < LAYOUT) this.#meta.put(LAYOUT_KEY, LAYOUT);
+        return;
+      }
       const files: [string, FileRecord][] = [];
       for (const range of subtreeRanges('/')) {
         for (const { key, value } of this.#entries.range(range)) if (value.kind === 'file') files.push([key, value]);
@@ -1231,7 +1242,9 @@ export class FsService {
 
 /** The layout {@link FsService.upgrade} brings a data directory to. */
 const LAYOUT_KEY = 'layout';
-const LAYOUT = 2;
+/** 2: the current version lives in the entry, no `refs` row for one reference; 3: small content inline. */
+const ENTRY_HOLDS_CURRENT_LAYOUT = 2;
+const LAYOUT = 3;
 const noop = (): void => undefined;
 
 const ROOT: DirRecord = Object.freeze({ kind: 'dir', created: 0, modified: 0 }) as DirRecord;
