@@ -40,7 +40,8 @@ t.test('an internal fault is -32603 with an error_id, logged, and nothing of it 
     return { text: await res.clone().text(), body: (await res.json()) as any };
   };
 
-  const w = (await rpc('write', { path: '/damaged/file.txt', content: bytes('soon without its chunk') }, 1)).body.result;
+  // Above the size kept inline in an entry, so the content lives in a chunk.
+  const w = (await rpc('write', { path: '/damaged/file.txt', content: bytes('soon without its chunk. '.repeat(100)) }, 1)).body.result;
   // Remove the file's only chunk from the chunk store directly: the metadata still names it.
   const { store } = daemon.services;
   await store.transact(() => store.blobs.delete(w.etag));

@@ -6,7 +6,7 @@
  * batch and the flush; many closes share one transaction; the journal is replayed after a crash.
  */
 import t, { type Test } from 'tap';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -271,6 +271,24 @@ t.test('after a crash the journal is replayed: closes answered but not committed
   t.equal(b.journal.lastSeq, 6, 'sequence numbers continue');
   await b.backend.drain();
   t.equal(b.fs.mark(JOURNAL_MARK), 6);
+});
+
+t.test('a journal torn at its first record is emptied at start, so closes journaled after it are replayed', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-torn-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, JOURNAL_FILE), Buffer.from([0x53, 0x56, 0x4a, 0x31, 0, 0, 0, 9]));
+  const a = await open(dir);
+  t.equal(statSync(join(dir, JOURNAL_FILE)).size, 0, 'the torn record is gone at start');
+  a.store.hold({ transactions: true }); // the batch never commits: the daemon "dies" with it queued
+  await writeFile(a.ops, '/after-the-tear', 'kept');
+  await a.lmdb.close();
+  const b = await open(dir);
+  t.teardown(async () => {
+    await b.backend.close();
+    b.journal.close();
+    await b.lmdb.close();
+  });
+  t.equal(b.fs.read('/after-the-tear').content.toString(), 'kept', 'replayed');
 });
 
 t.test('the journal is emptied once past its bound and applied, even while a writer keeps the queue busy', async (t) => {

@@ -85,7 +85,9 @@ export class FuseJournal {
       deps.log.info({ records: pending.length }, 'replayed FUSE closes from the journal');
     }
     const journal = new FuseJournal(file, last);
-    if (records.length > 0) journal.#open();
+    // Emptied whatever it held: a file whose first record is torn parses as no records, and
+    // records appended after the tear would never be read back at the next start.
+    journal.#open();
     journal.#truncate();
     return journal;
   }

@@ -338,7 +338,15 @@ export class LocalBackend implements FuseBackend {
     this.#queueBytes += queued.data.length;
     this.#queued.set(queued.path, queued);
     if (this.#batchFull()) this.#endGather?.();
-    this.#running ??= this.#runBatches(journal).finally(() => { this.#running = undefined; });
+    this.#startBatches(journal);
+  }
+
+  /** Run the batch loop unless it runs; a change queued while a finished loop was settling starts it again. */
+  #startBatches(journal: FuseJournal): void {
+    this.#running ??= this.#runBatches(journal).finally(() => {
+      this.#running = undefined;
+      if (this.#queue.length > 0) this.#startBatches(journal);
+    });
   }
 
   /** Group commit: one transaction for everything queued while the previous one was committing. */
