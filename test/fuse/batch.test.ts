@@ -273,6 +273,33 @@ t.test('after a crash the journal is replayed: closes answered but not committed
   t.equal(b.fs.mark(JOURNAL_MARK), 6);
 });
 
+t.test('open(O_TRUNC) while the previous close\'s release is still on its way: one version per close', async (t) => {
+  const s = await setup(t);
+  const { ops } = s;
+  // echo one > v: create, write, flush; its release is asynchronous and arrives late.
+  const [, fh1] = await call<number>(ops.create, '/v', 0o100644);
+  await call(ops.write, '/v', fh1, Buffer.from('one\n'), 4, 0);
+  t.equal((await call(ops.flush, '/v', fh1))[0], 0);
+  // echo two > v: open, then the truncate by path the kernel sends for O_TRUNC (no handle).
+  const [, fh2] = await call<number>(ops.open, '/v', 1);
+  t.equal((await call(ops.truncate, '/v', 0))[0], 0);
+  t.equal((await call(ops.release, '/v', fh1))[0], 0, 'the first release lands now');
+  await call(ops.write, '/v', fh2, Buffer.from('two\n'), 4, 0);
+  t.equal((await call(ops.flush, '/v', fh2))[0], 0);
+  t.equal((await call(ops.release, '/v', fh2))[0], 0);
+  await s.backend.drain();
+  t.same(s.fs.listVersions('/v').map((v) => fs0(s, '/v', v.version)), ['two\n', 'one\n'], 'no empty version in between');
+
+  // `: > v` (truncate, no write) still stores the empty file at its release.
+  const [, fh3] = await call<number>(ops.open, '/v', 1);
+  await call(ops.truncate, '/v', 0);
+  await call(ops.flush, '/v', fh3);
+  await call(ops.release, '/v', fh3);
+  await s.backend.drain();
+  t.equal(s.fs.read('/v').content.length, 0, 'the truncation is a version');
+  t.equal(s.fs.listVersions('/v').length, 3);
+});
+
 t.test('a journal torn at its first record is emptied at start, so closes journaled after it are replayed', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-torn-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));

@@ -421,9 +421,14 @@ export class FuseFileSystem {
     if (isVersionsPath(path)) throw new PosixError('EROFS');
     const open = this.#files.get(path);
     if (open && !open.orphan) {
-      // open(O_TRUNC) arrives as open + truncate: buffered with the writes that follow, one version.
+      // open(O_TRUNC) arrives as open + truncate by path (the kernel sends no handle for it):
+      // buffered with the writes that follow, one version, committed by the release of the handle
+      // just opened. Only that one: the previous opener's release is asynchronous and may still
+      // be on its way (`echo a > f; echo b > f`), and marking it too committed the truncated
+      // file as a version of its own.
       await open.truncate(size);
-      for (const fh of open.handles) this.#handles.get(fh)!.dirtied = true;
+      const newest = [...open.handles].at(-1);
+      if (newest !== undefined) this.#handles.get(newest)!.dirtied = true;
       return;
     }
     const info = await this.#stored(path);
