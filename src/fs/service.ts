@@ -43,12 +43,12 @@ import {
   entryKey, keyPath, childrenRange, subtreeRanges, versionKey, versionsRange, currentVersion,
   encodeInline, hasInline, inlineFields, inlineOf,
 } from './records.js';
-
-/** What holds a file's or version's content: its chunk hashes, or the content itself. */
-type ContentRecord = Pick<FileRecord, 'chunks' | 'inline' | 'inline64'>;
 import { Grepper, type GrepMatch, type GrepperOptions } from './grep.js';
 
 export type { GrepMatch } from './grep.js';
+
+/** What holds a file's or version's content: its chunk hashes, or the content itself. */
+type ContentRecord = Pick<FileRecord, 'chunks' | 'inline' | 'inline64'>;
 
 /**
  * Files up to this size keep their content in their entry row (see the module note). Below half

@@ -7,7 +7,7 @@
  *
  * Group commit of small files: with a journal, a commit of a file of at most
  * {@link BATCH_MAX_BYTES}, or the removal of a file, is answered once its record is appended to
- * the journal, and every such change queued while the previous batch was committing goes into ONE transaction (which also
+ * the journal, and the changes queued within a short window (see {@link GATHER_MS}) go into ONE transaction (which also
  * records the journal position it applied). Until its batch is committed, a queued file is served
  * from memory here (stat, list, content: the overlay), with the version it will get (a queued
  * removal: absent); every other change (rename, mkdir, rmdir, attributes, a large commit) first waits for the queue to
