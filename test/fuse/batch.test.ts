@@ -21,7 +21,7 @@ import type { FuseOperations } from '../../src/native/fuse.js';
 
 const log = pino({ level: 'silent' });
 
-async function open(dir: string) {
+async function open(dir: string, opts: { gatherMs?: number } = {}) {
   const lmdb = new LmdbStore(dir);
   const store = new GatedStore(lmdb);
   const events = new EventBus();
@@ -30,14 +30,14 @@ async function open(dir: string) {
   const fs = new FsService({ store, blobs: lmdb.blobs, events });
   await fs.upgrade();
   const journal = await FuseJournal.recover({ dataDir: dir, fs, log });
-  const backend = new LocalBackend({ fs, events, dataDir: dir, journal, log });
+  const backend = new LocalBackend({ fs, events, dataDir: dir, journal, log, gatherMs: opts.gatherMs });
   const fuse = new FuseFileSystem({ backend, log, uid: process.getuid!(), gid: process.getgid!() });
   return { dir, lmdb, store, events, seen, fs, journal, backend, fuse, ops: fuse.operations() };
 }
 
-async function setup(t: Test) {
+async function setup(t: Test, opts: { gatherMs?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-batch-'));
-  const s = await open(dir);
+  const s = await open(dir, opts);
   t.teardown(async () => {
     s.store.release();
     await s.fuse.close();
@@ -271,6 +271,30 @@ t.test('after a crash the journal is replayed: closes answered but not committed
   t.equal(b.journal.lastSeq, 6, 'sequence numbers continue');
   await b.backend.drain();
   t.equal(b.fs.mark(JOURNAL_MARK), 6);
+});
+
+t.test('closes made within the gathering window share one transaction; whoever waits for the batch ends the window', async (t) => {
+  // A window of ten minutes: only an early end lets this test finish.
+  const s = await setup(t, { gatherMs: 600_000 });
+  const before = s.store.transactions.length;
+  await writeFile(s.ops, '/a', 'a');
+  await writeFile(s.ops, '/b', 'b');
+  await writeFile(s.ops, '/c', 'c');
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(s.fs.stat('/a'), undefined, 'nothing committed while the window is open (the mount serves the files meanwhile)');
+  t.equal(await readFile(s.ops, '/b'), 'b');
+  t.equal(s.store.transactions.length, before, 'no transaction yet');
+  t.equal((await call(s.ops.fsyncdir, '/', 0, 0))[0], 0, 'an fsync ends the window and waits for the batch');
+  t.same(['/a', '/b', '/c'].map((p) => s.fs.read(p).content.toString()), ['a', 'b', 'c']);
+  t.equal(s.store.transactions.length, before + 1, 'all three in one transaction');
+  t.equal(s.fs.mark(JOURNAL_MARK), 3);
+
+  await writeFile(s.ops, '/d', 'd');
+  t.equal((await call(s.ops.mkdir, '/e', 0o755))[0], 0, 'a barrier (mkdir waits for what is queued) ends it too');
+  t.equal(s.fs.read('/d').content.toString(), 'd');
+  await writeFile(s.ops, '/f', 'f');
+  await s.backend.close();
+  t.equal(s.fs.read('/f').content.toString(), 'f', 'and closing the mount');
 });
 
 t.test('open(O_TRUNC) while the previous close\'s release is still on its way: one version per close', async (t) => {

@@ -40,7 +40,7 @@ export const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
  * from the journal, the mount serves queued files itself, and whoever needs the batch (fsync, a
  * rename, the memory bound) ends the wait.
  */
-const GATHER_MS = 10;
+export const GATHER_MS = 10;
 /** A batch stops gathering at this many changes or bytes of content. */
 const GATHER_MAX_CHANGES = 4096;
 const GATHER_MAX_BYTES = 16 * 1024 * 1024;
@@ -95,17 +95,23 @@ export class LocalBackend implements FuseBackend {
   #batchWaiters: (() => void)[] = [];
   /** Ends the gathering window of the next batch early (set while it is open). */
   #endGather: (() => void) | undefined;
+  readonly #gatherMs: number;
 
   /**
    * Without `journal` every commit is made directly (and answered once committed); with it, small
    * files are group-committed (see the module note). The journal must have been recovered first.
    */
-  constructor(deps: { fs: FsService; events: EventBus; dataDir: string; journal?: FuseJournal | undefined; log?: Logger | undefined }) {
+  constructor(deps: {
+    fs: FsService; events: EventBus; dataDir: string; journal?: FuseJournal | undefined; log?: Logger | undefined;
+    /** The gathering window, ms ({@link GATHER_MS}; tests lengthen it to show who ends it). */
+    gatherMs?: number | undefined;
+  }) {
     this.#fs = deps.fs;
     this.#events = deps.events;
     this.#dataDir = deps.dataDir;
     this.#journal = deps.journal;
     this.#log = deps.log;
+    this.#gatherMs = deps.gatherMs ?? GATHER_MS;
     this.spoolDir = join(deps.dataDir, 'spool');
   }
 
@@ -274,7 +280,7 @@ export class LocalBackend implements FuseBackend {
         this.#endGather = undefined;
         resolve();
       };
-      const timer = setTimeout(end, GATHER_MS);
+      const timer = setTimeout(end, this.#gatherMs);
       this.#endGather = end;
     });
   }
