@@ -429,6 +429,17 @@ export class FsService {
     }
   }
 
+  /**
+   * Chunk `hash` copied into `target` (large enough), returning the view of its bytes: no
+   * allocation per chunk for a reader that streams (the FUSE face).
+   */
+  chunkInto(hash: string, target: Buffer): Buffer {
+    const data = this.#blobs.peek(hash);
+    if (!data) throw new Error(`chunk ${hash} missing from the blob store`);
+    target.set(data);
+    return target.subarray(0, data.byteLength);
+  }
+
   /** Whole content of a file or version. */
   content(rec: ContentRecord): Buffer {
     const inline = inlineOf(rec);

@@ -45,6 +45,12 @@ export interface StoredContent {
   load(index: number): Promise<Buffer>;
   /** The same, synchronously, when the store allows it (in process: lets a commit stream chunks). */
   loadSync?(index: number): Buffer;
+  /**
+   * Chunk `index` copied into `target` (CHUNK_SIZE bytes at least), returning the view of its
+   * bytes: a sequential read then reuses one buffer instead of allocating a fresh 1 MiB per chunk
+   * (its page faults and garbage collections made every eighth 128 KiB read ~0.6–5 ms here).
+   */
+  loadInto?(index: number, target: Buffer): Buffer;
   /** The chunk's SHA-256 when known without reading it (saves hashing it again on commit). */
   hash(index: number): string | undefined;
 }

@@ -405,6 +405,12 @@ export class LocalBackend implements FuseBackend {
       async load(i) {
         return this.loadSync!(i);
       },
+      loadInto(i, target) {
+        if (i === 0 && hasInline(rec)) return fs.content(rec);
+        const hash = chunks[i];
+        if (hash === undefined) throw new NotFoundError(`chunk ${i} is beyond the end of the content`);
+        return fs.chunkInto(hash, target);
+      },
     };
   }
 }

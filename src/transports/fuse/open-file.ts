@@ -99,6 +99,8 @@ export class OpenFile {
   #disposed = false;
   /** Reused buffer for spooled chunks read back by an early store. */
   #scratch: Buffer | undefined;
+  /** Where full stored chunks are read ({@link #baseChunk}); apart from {@link #scratch}, which spool reads use. */
+  #chunkScratch: Buffer | undefined;
 
   /** `base` undefined: a file created through the mount, not stored until its first commit. */
   /** Without `spoolDir` every dirty chunk stays in memory. */
@@ -483,9 +485,16 @@ export class OpenFile {
     return run;
   }
 
+  /**
+   * Stored chunk `i`, the last one kept. A full-size chunk is read into one buffer this file reuses
+   * (callers copy out of it at once, inside the file's lock); a smaller one gets its own.
+   */
   async #baseChunk(i: number): Promise<Buffer> {
     if (this.#cached?.index === i) return this.#cached.data;
-    const data = await this.#base!.load(i);
+    const base = this.#base!;
+    const data = base.loadInto && Math.min(CS, base.size - i * CS) === CS
+      ? base.loadInto(i, (this.#chunkScratch ??= Buffer.allocUnsafeSlow(CS)))
+      : await base.load(i);
     this.#cached = { index: i, data };
     return data;
   }
