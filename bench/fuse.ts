@@ -35,6 +35,7 @@ import { tmpdir, cpus, totalmem } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fuseSupport } from '../src/native/fuse.js';
+import { cpuMs } from './lib.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const MiB = 1024 * 1024;
@@ -122,25 +123,8 @@ function randomReads(path: string): number {
   });
 }
 
-/** CPU time (user + system, all threads) a process has used so far, in ms; NaN when unreadable. */
-function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  try {
-    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return NaN;
-  }
-}
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
+/** CPU ms a process has used so far ({@link cpuMs}); NaN for the disk side, which has no server. */
+const serverCpuMs = (pid: number | undefined): number => (pid === undefined ? NaN : cpuMs(pid));
 
 type SmallOp = 'create' | 'stat' | 'remove';
 const SMALL_OPS: SmallOp[] = ['create', 'stat', 'remove'];
@@ -153,9 +137,9 @@ function smallFiles(dir: string, server?: number): SmallTimes {
   const body = Buffer.alloc(1024, 'x');
   const names = Array.from({ length: FILES }, (_, i) => join(dir, `f${i}.txt`));
   const phase = (fn: () => void) => {
-    const cpu = cpuMs(server);
+    const cpu = serverCpuMs(server);
     const ms = time(fn);
-    return { ms, serverCpu: cpuMs(server) - cpu };
+    return { ms, serverCpu: serverCpuMs(server) - cpu };
   };
   const create = phase(() => names.forEach((n) => writeFileSync(n, body)));
   const stat = phase(() => names.forEach((n) => statSync(n)));
