@@ -35,6 +35,17 @@ async function open(dir: string, opts: { gatherMs?: number } = {}) {
   return { dir, lmdb, store, events, seen, fs, journal, backend, fuse, ops: fuse.operations() };
 }
 
+/** Start again on `dir` after a simulated crash (the journal is replayed), closed at the test's end. */
+async function reopen(t: Test, dir: string) {
+  const b = await open(dir);
+  t.teardown(async () => {
+    await b.backend.close();
+    b.journal.close();
+    await b.lmdb.close();
+  });
+  return b;
+}
+
 async function setup(t: Test, opts: { gatherMs?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-batch-'));
   const s = await open(dir, opts);
@@ -253,12 +264,7 @@ t.test('after a crash the journal is replayed: closes answered but not committed
   appendFileSync(join(dir, JOURNAL_FILE), Buffer.from([0x53, 0x56, 0x4a, 0x31, 0, 0, 0, 9]));
   // Drop the process state: the store closes without the queued batch (as kill -9 would leave it).
   await a.lmdb.close();
-  const b = await open(dir);
-  t.teardown(async () => {
-    await b.backend.close();
-    b.journal.close();
-    await b.lmdb.close();
-  });
+  const b = await reopen(t, dir);
   t.equal(b.fs.read('/kept').content.toString(), 'v2', 'replayed: the rewrite');
   t.same(b.fs.listVersions('/kept').map((v) => v.version), [2, 1], 'applied once: versions continue');
   t.equal(b.fs.read('/new.txt').content.toString(), 'new content', 'replayed: the new file');
@@ -333,12 +339,7 @@ t.test('a journal torn at its first record is emptied at start, so closes journa
   a.store.hold({ transactions: true }); // the batch never commits: the daemon "dies" with it queued
   await writeFile(a.ops, '/after-the-tear', 'kept');
   await a.lmdb.close();
-  const b = await open(dir);
-  t.teardown(async () => {
-    await b.backend.close();
-    b.journal.close();
-    await b.lmdb.close();
-  });
+  const b = await reopen(t, dir);
   t.equal(b.fs.read('/after-the-tear').content.toString(), 'kept', 'replayed');
 });
 
