@@ -391,26 +391,23 @@ export class LocalBackend implements FuseBackend {
   #stored(rec: FileRecord | VersionRecord): StoredContent {
     const fs = this.#fs;
     const { chunks } = rec;
+    // Inline content is the record's one chunk.
+    const inline = hasInline(rec);
+    const hashAt = (i: number): string => {
+      const hash = chunks[i];
+      if (hash === undefined) throw new NotFoundError(`chunk ${i} is beyond the end of the content`);
+      return hash;
+    };
     return {
       size: rec.size,
       version: rec.version,
       etag: rec.etag,
       hash: (i) => chunks[i],
-      loadSync(i) {
-        if (i === 0 && hasInline(rec)) return fs.content(rec);
-        const hash = chunks[i];
-        if (hash === undefined) throw new NotFoundError(`chunk ${i} is beyond the end of the content`);
-        return fs.chunks({ chunks: [hash] }).next().value as Buffer;
-      },
+      loadSync: (i) => (i === 0 && inline ? fs.content(rec) : fs.chunks({ chunks: [hashAt(i)] }).next().value as Buffer),
       async load(i) {
         return this.loadSync!(i);
       },
-      loadInto(i, target) {
-        if (i === 0 && hasInline(rec)) return fs.content(rec);
-        const hash = chunks[i];
-        if (hash === undefined) throw new NotFoundError(`chunk ${i} is beyond the end of the content`);
-        return fs.chunkInto(hash, target);
-      },
+      loadInto: (i, target) => (i === 0 && inline ? fs.content(rec) : fs.chunkInto(hashAt(i), target)),
     };
   }
 }
