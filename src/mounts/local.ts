@@ -5,12 +5,13 @@
  * The fs service stays the one write path and the version store: changes made through svc are
  * written to the host directory before they are answered (temp file + rename, so another program
  * never sees half a file), and changes other programs make there are imported through the fs
- * service as new versions within a second (chokidar). The host directory is the truth when a
- * mount is activated: svc's view of the mount point is made equal to it.
+ * service as new versions within a second (chokidar). Symlinks stay symlinks both ways (never
+ * followed). The host directory is the truth when a mount is activated: svc's view of the mount
+ * point is made equal to it.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, realpathSync, type Stats } from 'node:fs';
-import { lstat, mkdir, open, readFile, readdir, realpath, rename, rm, stat, unlink } from 'node:fs/promises';
+import { lstat, mkdir, open, readFile, readdir, readlink, realpath, rename, rm, symlink, unlink } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import chokidar, { type FSWatcher } from 'chokidar';
 import type { Logger } from '../core/log.js';
@@ -25,6 +26,15 @@ async function hashFile(path: string): Promise<string> {
   const h = createHash('sha256');
   for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
   return h.digest('hex');
+}
+
+/** What {@link LocalBackend}'s record of the disk holds for a path: the etag, marked for a symlink. */
+const onDiskKey = (etag: string, symlink: boolean | undefined): string => (symlink ? `symlink:${etag}` : etag);
+
+/** A host symlink as svc stores one: its target's text is the content (never followed). */
+async function readLink(host: string): Promise<{ content: Buffer; etag: string }> {
+  const content = Buffer.from(await readlink(host), 'utf8');
+  return { content, etag: createHash('sha256').update(content).digest('hex') };
 }
 
 /** Which svc paths a backend answers for, given the other active mounts (routing, spec §4.6). */
@@ -50,7 +60,10 @@ export class LocalBackend {
   #pending = 0;
   #waiters: (() => void)[] = [];
   #generation = 0;
-  /** etag of what is on disk, by path relative to the root: lets both directions skip their own echo. */
+  /**
+   * What is on disk ({@link onDiskKey}: etag, and whether a symlink), by path relative to the root:
+   * lets both directions skip their own echo.
+   */
   readonly #onDisk = new Map<string, string>();
   #root = '';
   #watcher: FSWatcher | undefined;
@@ -109,9 +122,12 @@ export class LocalBackend {
   /**
    * Refuse a path whose host location would leave the directory, e.g. through a symlink that
    * points outside. Synchronous: called by the mount guard before the change is committed.
+   * The last name itself is not followed: a change replaces or removes it (rename over it,
+   * unlink), so a symlink there, wherever it points, is only ever changed as a link.
    */
   checkInside(svcPath: string): void {
     let host = this.#hostPath(svcPath);
+    if (host !== this.#root) host = dirname(host);
     // The nearest existing ancestor decides where a new file would really land.
     for (;;) {
       try {
@@ -175,9 +191,9 @@ export class LocalBackend {
     const host = this.#hostPath(event.path);
     switch (event.type) {
       case 'write': {
-        if (this.#onDisk.get(rel) === event.etag) return;
-        await this.#writeHost(event.path, host);
-        this.#onDisk.set(rel, event.etag!);
+        const rec = this.#fs.stat(event.path);
+        if (this.#onDisk.get(rel) === onDiskKey(event.etag!, rec?.kind === 'file' && rec.symlink)) return;
+        this.#onDisk.set(rel, await this.#writeHost(event.path, host));
         return;
       }
       case 'delete':
@@ -196,10 +212,10 @@ export class LocalBackend {
         const to = this.#hostPath(event.new_path!);
         await mkdir(dirname(to), { recursive: true });
         await rename(host, to).catch(ignoreMissing);
-        for (const [k, etag] of [...this.#onDisk]) {
+        for (const [k, onDisk] of [...this.#onDisk]) {
           if (k === rel || k.startsWith(rel + '/')) {
             this.#onDisk.delete(k);
-            this.#onDisk.set(toRel + k.slice(rel.length), etag);
+            this.#onDisk.set(toRel + k.slice(rel.length), onDisk);
           }
         }
         return;
@@ -228,40 +244,45 @@ export class LocalBackend {
     for (const k of [...this.#onDisk.keys()]) if (rel === '' || k === rel || k.startsWith(rel + '/')) this.#onDisk.delete(k);
   }
 
-  /** Stream a file's content from svc to a temp file beside the target, then rename it into place. */
-  async #writeHost(svcPath: string, host: string): Promise<void> {
+  /**
+   * Stream a file's content from svc to a temp file beside the target, then rename it into place;
+   * a symlink becomes a host symlink the same way. Returns what is on disk now ({@link onDiskKey}).
+   */
+  async #writeHost(svcPath: string, host: string): Promise<string> {
     const rec = this.#fs.file(svcPath);
     await mkdir(dirname(host), { recursive: true });
     const tmp = join(dirname(host), TEMP_PREFIX + randomBytes(6).toString('hex'));
-    const fh = await open(tmp, 'w', 0o644);
-    try {
-      for (const chunk of this.#fs.chunks(rec)) await fh.write(chunk);
-      await fh.sync();
-    } finally {
-      await fh.close();
+    if (rec.symlink) {
+      await symlink(this.#fs.content(rec).toString('utf8'), tmp);
+    } else {
+      const fh = await open(tmp, 'w', 0o644);
+      try {
+        for (const chunk of this.#fs.chunks(rec)) await fh.write(chunk);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
     }
     await rename(tmp, host).catch(async (err) => {
       await unlink(tmp).catch(() => undefined);
       throw err;
     });
+    return onDiskKey(rec.etag, rec.symlink);
   }
 
-  /** True when `host` is a symlink whose target lies outside the root (never imported). */
-  async #escapes(host: string): Promise<boolean> {
-    try {
-      const real = await realpath(host);
-      return real !== this.#root && !real.startsWith(this.#root + sep);
-    } catch {
-      return true; // dangling link
-    }
+  /** Import a host file, or a host symlink as a symlink (its target is never followed). */
+  async #import(svcPath: string, host: string, isLink: boolean): Promise<void> {
+    const link = isLink ? await readLink(host) : undefined;
+    const etag = link?.etag ?? (await hashFile(host));
+    this.#onDisk.set(this.#rel(svcPath), onDiskKey(etag, isLink));
+    if (this.#holds(svcPath, etag, isLink)) return;
+    await this.#fs.write(svcPath, link?.content ?? (await readFile(host)), { force: true, fromBackend: true, symlink: isLink });
   }
 
-  async #import(svcPath: string, host: string): Promise<void> {
-    const etag = await hashFile(host);
-    this.#onDisk.set(this.#rel(svcPath), etag);
+  /** svc already holds this content at `svcPath`, as a symlink or not as the host has it. */
+  #holds(svcPath: string, etag: string, isLink: boolean): boolean {
     const current = this.#fs.stat(svcPath);
-    if (current?.kind === 'file' && current.etag === etag) return;
-    await this.#fs.write(svcPath, await readFile(host), { force: true, fromBackend: true });
+    return current?.kind === 'file' && current.etag === etag && !current.symlink === !isLink;
   }
 
   async #initialSync(): Promise<void> {
@@ -273,21 +294,14 @@ export class LocalBackend {
         const svcPath = this.#svcPath(host);
         // A path another mount takes precedence for is that mount's, with everything below it.
         if (!svcPath || !this.#own.owns(svcPath)) continue;
-        if (ent.isSymbolicLink()) {
-          if (await this.#escapes(host)) {
-            this.#log.warn({ mount: this.mountPoint, path: host }, 'symlink points outside the mount directory: not imported');
-            continue;
-          }
-        }
-        const st = await lstat(host).then((s) => (s.isSymbolicLink() ? realpath(host).then((r) => lstat(r)) : s));
         try {
-          if (st.isDirectory()) {
+          if (ent.isDirectory()) {
             seen.add(svcPath);
             await this.#fs.mkdir(svcPath, { parents: true, fromBackend: true });
-            if (!ent.isSymbolicLink()) await walk(host);
-          } else if (st.isFile()) {
+            await walk(host);
+          } else if (ent.isFile() || ent.isSymbolicLink()) {
             seen.add(svcPath);
-            await this.#import(svcPath, host);
+            await this.#import(svcPath, host, ent.isSymbolicLink());
           }
         } catch (err) {
           this.#log.warn({ err, mount: this.mountPoint, path: host }, 'could not import');
@@ -340,20 +354,21 @@ export class LocalBackend {
     switch (event) {
       case 'add':
       case 'change': {
-        if (!now) return undefined;
-        if (now.isSymbolicLink() && (await this.#escapes(host))) {
-          this.#log.warn({ mount: this.mountPoint, path: host }, 'symlink points outside the mount directory: not imported');
-          return undefined;
+        const isLink = now?.isSymbolicLink() === true;
+        if (!now || (!isLink && !now.isFile())) return undefined;
+        let link: { content: Buffer; etag: string } | undefined;
+        let content: Buffer;
+        try {
+          link = isLink ? await readLink(host) : undefined;
+          content = link?.content ?? (await readFile(host));
+        } catch {
+          return undefined; // gone or replaced since: its own event follows
         }
-        const st = now.isSymbolicLink() ? await stat(host).catch(() => undefined) : now;
-        if (!st?.isFile()) return undefined;
-        const content = await readFile(host);
-        const etag = createHash('sha256').update(content).digest('hex');
+        const etag = link?.etag ?? createHash('sha256').update(content).digest('hex');
         return async () => {
-          this.#onDisk.set(rel, etag);
-          const current = this.#fs.stat(svcPath);
-          if (current?.kind === 'file' && current.etag === etag) return;
-          await this.#fs.write(svcPath, content, { force: true, fromBackend: true });
+          this.#onDisk.set(rel, onDiskKey(etag, isLink));
+          if (this.#holds(svcPath, etag, isLink)) return;
+          await this.#fs.write(svcPath, content, { force: true, fromBackend: true, symlink: isLink });
         };
       }
       case 'unlink':

@@ -98,6 +98,19 @@ f.close()"`);
     t.match((await sh(`rm '${m}/ro/sub/h.txt'`)).stderr, /Read-only file system/, 'unlink');
   });
 
+  t.test('ln -s inside a local svc mount makes a symlink in its host directory', async (t) => {
+    const host = tempDir('svc-fuse-lnk-');
+    t.teardown(() => sh(`rm -rf '${host}'`));
+    await d.rpc('add_mount', { mount_point: '/hosted', backend_type: 'local', backend_config: { data_dir: host } });
+    await shOk(`cd '${m}/hosted' && echo data > target.txt && ln -s target.txt link && ln -s /nowhere/at/all dangling`);
+    t.equal(await shOk(`readlink '${host}/link'`), 'target.txt\n', 'a host symlink, not a file holding its text');
+    t.equal(await shOk(`cat '${host}/link'`), 'data\n');
+    t.equal(await shOk(`readlink '${host}/dangling'`), '/nowhere/at/all\n');
+    t.equal(await shOk(`stat -c %F '${m}/hosted/link'`), 'symbolic link\n', 'still a link in the mount');
+    await shOk(`rm '${m}/hosted/dangling'`);
+    t.equal((await sh(`test -L '${host}/dangling'`)).code, 1, 'removed from the host directory');
+  });
+
   t.test('a remote mount (svc mount --remote-url) sees the same tree', async (t) => {
     const r = await startRemoteMount(t, d.url);
     t.equal(await shOk(`cat '${r.mnt}/doc.md'`), 'two\nthree', 'reads what the daemon holds');

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync, readFileSync, existsSync, symlinkSync, mkdirSync } from 'node:fs';
-import { writeFile, unlink } from 'node:fs/promises';
+import { mkdtempSync, rmSync, readFileSync, existsSync, symlinkSync, mkdirSync, lstatSync, readlinkSync } from 'node:fs';
+import { writeFile, unlink, symlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -124,12 +124,65 @@ t.test('escape attempts are refused', async (t) => {
   symlinkSync(outside, join(host, 'link'));
   mkdirSync(join(host, 'ok'));
   await mounts.add({ mount_point: '/e', backend_type: 'local', backend_config: { data_dir: host } });
-  t.notOk(fs.exists('/e/link/secret.txt'), 'a symlink pointing outside is not imported');
-  await t.rejects(fs.write('/e/link/evil.txt', enc('x')), { code: -32004, message: /escapes/ });
+  t.notOk(fs.exists('/e/link/secret.txt'), 'a symlink pointing outside is not followed');
+  t.match(fs.stat('/e/link'), { kind: 'file', symlink: true }, 'it is imported as the link it is');
+  t.equal(fs.read('/e/link').content.toString(), outside);
+  await t.rejects(fs.write('/e/link/evil.txt', enc('x')));
+  t.notOk(existsSync(join(outside, 'evil.txt')));
+  // A link made there a moment ago, not imported yet: the guard still sees where a write would land.
+  symlinkSync(outside, join(host, 'fresh'));
+  await t.rejects(fs.write('/e/fresh/evil.txt', enc('x')), { code: -32004, message: /escapes/ });
   t.notOk(existsSync(join(outside, 'evil.txt')));
   await t.rejects(fs.write('/e/../etc/passwd', enc('x')), { code: -32002 });
   await fs.write('/e/ok/fine.txt', enc('fine'));
   t.ok(existsSync(join(host, 'ok', 'fine.txt')));
+});
+
+t.test('symlinks stay symlinks in both directions, wherever they point', async (t) => {
+  const host = tmp(t, 'svc-mnt-link-');
+  const outside = tmp(t, 'svc-mnt-link-out-');
+  await writeFile(join(outside, 'secret.txt'), 'secret');
+  {
+    const { fs, mounts } = open(t);
+    await mounts.add({ mount_point: '/l', backend_type: 'local', backend_config: { data_dir: host } });
+    await fs.write('/l/target.txt', enc('hello'));
+    await fs.write('/l/rel', enc('target.txt'), { symlink: true });
+    await fs.write('/l/sub/abs', enc(join(outside, 'secret.txt')), { symlink: true });
+    t.ok(lstatSync(join(host, 'rel')).isSymbolicLink(), 'an svc symlink is a host symlink');
+    t.equal(readlinkSync(join(host, 'rel')), 'target.txt');
+    t.equal(readFileSync(join(host, 'rel'), 'utf8'), 'hello', 'which a program there can follow');
+    t.equal(readlinkSync(join(host, 'sub', 'abs')), join(outside, 'secret.txt'));
+
+    // Retargeting and removing a link that points outside are changes of the link itself.
+    await fs.write('/l/sub/abs', enc('../target.txt'), { symlink: true, force: true });
+    t.equal(readlinkSync(join(host, 'sub', 'abs')), '../target.txt');
+    t.equal(readFileSync(join(outside, 'secret.txt'), 'utf8'), 'secret', 'the old target is untouched');
+    await fs.write('/l/sub/abs', enc(outside), { symlink: true, force: true });
+    await fs.delete('/l/sub/abs');
+    t.notOk(existsSync(join(host, 'sub', 'abs')));
+    t.ok(existsSync(outside), 'removing a link to a directory leaves the directory');
+
+    // A plain file with the same text replaces the link.
+    await fs.write('/l/rel', enc('target.txt'), { force: true });
+    t.notOk(lstatSync(join(host, 'rel')).isSymbolicLink());
+    await fs.write('/l/rel', enc('target.txt'), { symlink: true, force: true });
+    t.ok(lstatSync(join(host, 'rel')).isSymbolicLink(), 'and a link with the same text replaces the file');
+
+    // A link another program makes is imported as a link, not as what it points at.
+    await symlink(outside, join(host, 'made-outside'));
+    t.ok(await eventually(() => fs.stat('/l/made-outside')?.kind === 'file'));
+    t.match(fs.stat('/l/made-outside'), { symlink: true });
+    t.equal(fs.read('/l/made-outside').content.toString(), outside);
+    await unlink(join(host, 'made-outside'));
+    t.ok(await eventually(() => !fs.exists('/l/made-outside')), 'and its removal too');
+  }
+  // Another svc (its own data directory) mounting the same directory sees the links as links.
+  const { fs, mounts } = open(t);
+  await mounts.add({ mount_point: '/again', backend_type: 'local', backend_config: { data_dir: host } });
+  t.match(fs.stat('/again/rel'), { kind: 'file', symlink: true });
+  t.equal(fs.read('/again/rel').content.toString(), 'target.txt');
+  t.match(fs.stat('/again/target.txt'), { kind: 'file' });
+  t.notOk(fs.stat('/again/target.txt')?.symlink);
 });
 
 t.test('backend validation and unavailable backends', async (t) => {
