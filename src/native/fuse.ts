@@ -73,6 +73,8 @@ export interface FuseOperations {
   unlink(path: string, cb: Cb): void;
   rename(src: string, dest: string, cb: Cb): void;
   link(src: string, dest: string, cb: Cb): void;
+  /** Special files only: libfuse turns a regular file's mknod into create. */
+  mknod(path: string, mode: number, dev: number, cb: Cb): void;
   symlink(target: string, path: string, cb: Cb): void;
   readlink(path: string, cb: Cb<[string?]>): void;
   mkdir(path: string, mode: number, cb: Cb): void;

@@ -120,6 +120,10 @@ t.test('ordinary tools in the mount', { skip }, async (t) => {
     t.match(await err('ls file/x'), /Not a directory/, 'ENOTDIR');
     t.match(await err(`touch ${'n'.repeat(256)}`), /File name too long/, 'ENAMETOOLONG');
     t.match(await err('ln file hard'), /Operation not permitted/, 'EPERM for hard links');
+    t.match(await err('mkfifo fifo'), /Operation not permitted/, 'EPERM for a FIFO');
+    t.match(await err(`python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('sock')"`), /Operation not permitted/,
+      'EPERM for a socket');
+    t.match(await err(`python3 -c "import os; os.mknod('reg'); print(os.stat('reg').st_size)"`), /^$/, 'mknod of a regular file makes one');
     t.match(await err(`python3 -c "import os; os.readlink('file')"`), /Invalid argument/, 'EINVAL: readlink of a regular file');
     t.match(await err(`python3 -c "import os; os.getxattr('file', 'user.x')"`), /Operation not supported/,
       'no extended attributes: ENOTSUP, not EIO');

@@ -171,6 +171,11 @@ export class FuseFileSystem {
       link: (_from, to, cb) => this.#run('link', to, cb, async () => {
         throw new PosixError('EPERM', 'hard links are not supported');
       }),
+      // A FIFO, socket or device node: EPERM, as mknod(2) says for a type the file system lacks
+      // (unanswered, libfuse would say ENOSYS, "Function not implemented").
+      mknod: (path, _mode, _dev, cb) => this.#run('mknod', path, cb, async () => {
+        throw new PosixError('EPERM', 'special files (FIFOs, sockets, devices) are not supported');
+      }),
       symlink: (target, path, cb) => this.#run('symlink', path, cb, () => this.#symlink(target, path)),
       readlink: (path, cb) => this.#run('readlink', path, cb, () => this.#readlink(path)),
       mkdir: (path, mode, cb) => this.#run('mkdir', path, cb, () => this.#mkdir(path, mode)),
