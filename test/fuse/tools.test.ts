@@ -2,7 +2,8 @@
  * @module test/fuse/tools
  * Ordinary tools inside a real mount served by `svc serve --mount`: cp -r + diff -r, tar x/c,
  * rsync -a (twice: the second run finds nothing to do), git on a few hundred files, an editor-style
- * save, mv of a directory, chmod/touch -d/ln -s seen through stat, and the errno of each failure.
+ * save, SQLite (rollback journal, then WAL with two writers), mv of a directory, chmod/touch -d/ln -s
+ * seen through stat, and the errno of each failure.
  */
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
@@ -79,6 +80,40 @@ t.test('ordinary tools in the mount', { skip }, async (t) => {
     const versions = await d.rpc('list_versions', { path: '/doc.txt' });
     t.same(versions.map((v: { version: number }) => v.version), [2, 1], 'the original history continues');
     t.equal(await shOk(`cat '${m}/.versions/doc.txt/1'`), 'one\n');
+  });
+
+  const noSqlite = execFileSync('bash', ['-c', 'python3 -c "import sqlite3" 2>/dev/null && echo ok || true']).toString().trim()
+    ? false : "python3's sqlite3 module is not installed";
+  t.test('SQLite: a rollback-journal database, then WAL with two writers at once', { skip: noSqlite }, async (t) => {
+    const py = (code: string) => shOk(`cd '${m}' && python3 -c '${code}'`);
+    await py(`
+import sqlite3
+db = sqlite3.connect("app.db")
+db.execute("create table t(id integer primary key, body text)")
+for batch in range(20):
+    with db:
+        db.executemany("insert into t(body) values (?)", [("row %d %s" % (batch * 100 + i, "x" * (i * 37 % 500)),) for i in range(100)])
+db.close()`);
+    t.equal(await py('import sqlite3; print(sqlite3.connect("app.db").execute("pragma integrity_check").fetchone()[0])'), 'ok\n');
+    // WAL: the -wal and -shm files are written through shared memory maps and fcntl locks.
+    await py('import sqlite3; print(sqlite3.connect("app.db").execute("pragma journal_mode=wal").fetchone()[0])');
+    const writer = (tag: string) => py(`
+import sqlite3
+db = sqlite3.connect("app.db", timeout=30)
+for i in range(100):
+    with db:
+        db.execute("insert into t(body) values (?)", ("${tag} %d" % i,))
+db.close()`);
+    await Promise.all([writer('a'), writer('b')]);
+    t.equal(await py(`
+import sqlite3
+db = sqlite3.connect("app.db")
+print(db.execute("pragma integrity_check").fetchone()[0], db.execute("select count(*) from t").fetchone()[0],
+      db.execute("select count(*) from t where body like ? or body like ?", ("a %", "b %")).fetchone()[0])
+db.execute("pragma wal_checkpoint(truncate)")
+db.close()`), 'ok 2200 200\n', 'both writers\' rows, none lost');
+    const meta = await d.rpc('get_metadata', { path: '/app.db' });
+    t.equal(meta.etag, (await shOk(`sha256sum '${m}/app.db'`)).split(' ')[0], 'RPC holds the bytes the mount shows');
   });
 
   t.test('mv of a directory moves everything below it', async (t) => {
