@@ -201,6 +201,7 @@ const ops: FuseOperations = {
     return 0;
   }),
   link: (_src, _dest, cb) => cb(-E.EPERM),
+  mknod: (_path, _mode, _dev, cb) => cb(-E.EPERM),
   symlink: (target, path, cb) => answer(cb, () => {
     const n = node(S_IFLNK | 0o777);
     n.target = target;
