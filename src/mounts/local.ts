@@ -361,8 +361,10 @@ export class LocalBackend {
         try {
           link = isLink ? await readLink(host) : undefined;
           content = link?.content ?? (await readFile(host));
-        } catch {
-          return undefined; // gone or replaced since: its own event follows
+        } catch (err) {
+          // Gone, or replaced by a directory, since: that change has its own event.
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EISDIR') return undefined;
+          throw err;
         }
         const etag = link?.etag ?? createHash('sha256').update(content).digest('hex');
         return async () => {
