@@ -186,12 +186,12 @@ export interface DaemonMount extends MountProcess {
   readonly dataDir: string;
 }
 
-/** `svc serve --port 0 --data-dir D --mount M` in a child process; cleaned up at teardown. */
-export async function startMountedDaemon(t: Teardown, opts: { dataDir?: string; mnt?: string; extraArgs?: string[] } = {}): Promise<DaemonMount> {
+/** `svc serve --port P (0: any) --data-dir D --mount M` in a child process; cleaned up at teardown. */
+export async function startMountedDaemon(t: Teardown, opts: { dataDir?: string; mnt?: string; port?: number; extraArgs?: string[] } = {}): Promise<DaemonMount> {
   const base = tempDir();
   const dataDir = opts.dataDir ?? join(base, 'data');
   const mnt = opts.mnt ?? join(base, 'mnt');
-  const args = ['serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--mount', mnt, '--log-level', 'warn', ...(opts.extraArgs ?? [])];
+  const args = ['serve', '--host', '127.0.0.1', '--port', String(opts.port ?? 0), '--data-dir', dataDir, '--mount', mnt, '--log-level', 'warn', ...(opts.extraArgs ?? [])];
   const proc = Object.assign(new MountProcess(args, mnt), { dataDir });
   t.teardown(async () => {
     await proc.cleanup();

@@ -4,9 +4,11 @@
  * ("Transport endpoint is not connected") that the next start clears, with every acknowledged write
  * intact; `svc unmount` detaches a stale mount and says so when nothing is mounted; a missing mount
  * point is created. The same for a remote mount (`svc mount`), which also exits when it is
- * unmounted from outside; a daemon whose mount is unmounted from outside keeps serving RPC.
+ * unmounted from outside, and answers EIO at once while its daemon is down, then serves again when
+ * the daemon is back; a daemon whose mount is unmounted from outside keeps serving RPC.
  */
 import t from 'tap';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { rm } from 'node:fs/promises';
 import { fuseSkipReason, isMounted, MountProcess, sh, shOk, startMountedDaemon, startRemoteMount, tempDir } from './harness.js';
@@ -122,6 +124,36 @@ t.test('remote mount lifecycle: svc unmount ends the client, kill -9 leaves a st
   t.equal(await shOk(`cat '${r.mnt}/second.txt'`), 'second\n', 'and serves the daemon\'s tree again');
   t.equal(await r.stop('SIGINT'), 0, 'SIGINT: clean exit');
   t.notOk(isMounted(r.mnt));
+});
+
+/** A TCP port free right now (the daemon must come back on the same one). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+t.test('a remote mount answers EIO while its daemon is down and serves again once it is back', { skip }, async (t) => {
+  const port = await freePort();
+  const d = await startMountedDaemon(t, { port });
+  t.equal(d.port, port);
+  const r = await startRemoteMount(t, d.url);
+  await shOk(`echo kept > '${r.mnt}/kept.txt'`);
+  t.equal(await d.stop(), 0);
+  const started = Date.now();
+  t.match((await sh(`cat '${r.mnt}/kept.txt'`)).stderr, /Input\/output error/, 'a read fails with EIO');
+  t.match((await sh(`echo x > '${r.mnt}/new.txt'`)).stderr, /Input\/output error/, 'so does a create');
+  t.ok(Date.now() - started < 10_000, 'at once, not after a hang');
+  t.ok(isMounted(r.mnt), 'the client stays mounted');
+  await d.start();
+  t.equal(d.port, port, 'the daemon is back on its port');
+  t.equal(await shOk(`cat '${r.mnt}/kept.txt'`), 'kept\n', 'what was written before is read again');
+  await shOk(`echo after > '${r.mnt}/after.txt'`);
+  t.equal((await d.rpc('read', { path: '/after.txt' })).data, Buffer.from('after\n').toString('base64'), 'and writes reach the daemon');
+  t.equal(await r.stop(), 0);
 });
 
 t.test('a daemon whose mount is unmounted from outside keeps serving RPC and stops cleanly', { skip }, async (t) => {
