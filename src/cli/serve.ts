@@ -128,7 +128,14 @@ export async function runServe(args: ServeArgs): Promise<void> {
   }
   // Loaded here, not at the top: client commands should not pay for the daemon's modules.
   const { Daemon } = await import('../daemon.js');
+  const { isLmdbCommitFailure } = await import('../store/lmdb/index.js');
   const daemon = new Daemon(config);
+  // A failed commit (a full disk) reaches its callers as an error; lmdb-js also leaves promises of
+  // it unobserved, which would end the daemon. Any other unobserved rejection still does.
+  process.on('unhandledRejection', (reason) => {
+    if (isLmdbCommitFailure(reason)) return;
+    throw reason;
+  });
   try {
     const addr = await daemon.start();
     // One plain line for people and scripts (the log has the details).

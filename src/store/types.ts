@@ -47,6 +47,18 @@ export interface TransactOptions {
   durable?: boolean | undefined;
 }
 
+/**
+ * A commit the store could not write (a disk error, or a full disk). `code` is the POSIX name a
+ * file-system face reports for it: ENOSPC when the disk holding the store has (almost) no space
+ * left, EIO otherwise. Nothing of the failed transaction was written.
+ */
+export class StoreWriteError extends Error {
+  constructor(message: string, readonly code: 'ENOSPC' | 'EIO', options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreWriteError';
+  }
+}
+
 export interface MetadataStore {
   /** Open (or create) a named table. Call at construction time, not per request. */
   table<V>(name: string): Table<V>;
@@ -55,7 +67,7 @@ export interface MetadataStore {
    * {@link TransactOptions.durable} for resolving at the commit instead). `fn` is
    * synchronous: it sees the latest committed state plus its own writes. Concurrent callers share
    * commits. Throwing before any write aborts nothing because nothing was written: callbacks do all
-   * checks first, then all writes.
+   * checks first, then all writes. A commit that cannot be written rejects with {@link StoreWriteError}.
    */
   transact<T>(fn: () => T, options?: TransactOptions): Promise<T>;
   /** Resolves once every commit made before the call (durable or not) is durable. */

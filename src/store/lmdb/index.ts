@@ -4,9 +4,9 @@
  * bytes and its metadata commit together (no orphan chunks after a crash, no dangling references).
  */
 import { open, type RootDatabase, type Database } from 'lmdb';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BlobStore, Key, MetadataStore, RangeOptions, Table, TransactOptions } from '../types.js';
+import { StoreWriteError, type BlobStore, type Key, type MetadataStore, type RangeOptions, type Table, type TransactOptions } from '../types.js';
 
 /**
  * Where msgpackr keeps each table's shared record structures: values are then encoded as compact
@@ -104,6 +104,23 @@ class LmdbBlobStore implements BlobStore {
   }
 }
 
+/** The message lmdb-js gives every write of a commit that failed (the cause is in its `commitError`). */
+const LMDB_COMMIT_FAILED = 'Commit failed (see commitError for details)';
+/** Free space under which a failed commit is taken for a full disk (LMDB says EIO for a short write). */
+const LOW_SPACE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * lmdb-js's rejection for a failed commit (observing the `commitError` promise it carries, which
+ * nobody else does). Each failure reaches its caller through {@link LmdbStore.transact}; lmdb-js
+ * also leaves a batch's own commit promise unobserved ({@link LmdbStore} observes those), and Node
+ * ends a process on an unobserved rejection.
+ */
+export function isLmdbCommitFailure(reason: unknown): boolean {
+  if (!(reason instanceof Error) || reason.message !== LMDB_COMMIT_FAILED || !('commitError' in reason)) return false;
+  (reason as { commitError?: Promise<unknown> }).commitError?.catch(() => undefined);
+  return true;
+}
+
 /**
  * Where each non-durable transaction writes its sequence number (one key, `seq`), so that its
  * caller can tell from an ordinary read when the commit has become visible to readers.
@@ -121,6 +138,8 @@ export class LmdbStore implements MetadataStore {
   readonly #marker: Database<number, Key>;
   /** Sequence number of the latest non-durable transaction queued (continues the stored one). */
   #seq: number;
+  /** Whether this event turn's {@link #guardBatch} is queued. */
+  #guardQueued = false;
   /** Commits whose durable (flushed) promise has not settled yet: what {@link flushed} waits for. */
   readonly #unflushed = new Set<Promise<unknown>>();
 
@@ -155,6 +174,47 @@ export class LmdbStore implements MetadataStore {
   }
 
   transact<T>(fn: () => T, options: TransactOptions = {}): Promise<T> {
+    const done = this.#transact(fn, options).catch((err: unknown) => this.#failed(err));
+    this.#guardBatch(); // after the transaction is queued: its immediate must follow lmdb-js's
+    return done;
+  }
+
+  /** A failed commit as {@link StoreWriteError}; anything else (a callback's own throw) unchanged. */
+  async #failed(err: unknown): Promise<never> {
+    if (!isLmdbCommitFailure(err)) throw err;
+    const cause = await (err as { commitError?: Promise<unknown> }).commitError?.then(() => undefined, (e: unknown) => e);
+    let free: number | undefined;
+    try {
+      const fs = statfsSync(this.#path);
+      free = fs.bavail * fs.bsize;
+    } catch {
+      // free space unknown: reported as a plain I/O error
+    }
+    const full = free !== undefined && free < LOW_SPACE_BYTES;
+    const why = cause instanceof Error ? cause.message : 'unknown error';
+    throw new StoreWriteError(
+      full
+        ? `the store could not write its commit: the disk holding ${this.#path} is full (${free} bytes free; LMDB: ${why})`
+        : `the store could not write its commit (LMDB: ${why})`,
+      full ? 'ENOSPC' : 'EIO', { cause: cause ?? err },
+    );
+  }
+
+  /**
+   * lmdb-js starts each event turn's batch of writes (on an immediate) with a commit promise of its
+   * own that nobody observes: if that commit fails (a full disk), Node would end the process on
+   * it. Observed here, on the immediate after lmdb-js's.
+   */
+  #guardBatch(): void {
+    if (this.#guardQueued) return;
+    this.#guardQueued = true;
+    setImmediate(() => {
+      this.#guardQueued = false;
+      this.#root.committed.then(undefined, (err: unknown) => isLmdbCommitFailure(err));
+    });
+  }
+
+  #transact<T>(fn: () => T, options: TransactOptions): Promise<T> {
     if (options.durable !== false) return this.#track(this.#root.transaction(fn));
     // lmdb-js resolves a transaction only after its flush, so the commit point is observed here:
     // the transaction also writes its sequence number to a marker key, and the promise resolves

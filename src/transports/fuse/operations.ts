@@ -5,7 +5,7 @@
  * flush/release/fsync, POSIX rename, symlinks, attributes, and the read-only `/.versions/` tree.
  *
  * Errors: service errors map through toErrno (ENOENT, EEXIST, ENOTEMPTY, EISDIR, ENOTDIR, EACCES,
- * EROFS, EINVAL, ENAMETOOLONG); EIO only for a real failure, and then it is logged.
+ * EROFS, EINVAL, ENAMETOOLONG); a full disk is ENOSPC; EIO only for a real failure. Both are logged.
  *
  * libfuse hides a file that is unlinked (or renamed over) while open by renaming it to
  * `.fuse_hiddenNNN` and unlinks that name on release. Here the hide keeps the open file in memory
@@ -47,6 +47,11 @@ const HIDDEN_PREFIX = '.fuse_hidden';
 const HIDE_DELETE_DELAY_MS = 20;
 const UNCHANGED_ID = 0xffffffff;
 const UINT32_MAX = 0xffffffff;
+/**
+ * Failures passed on by their own name, not as EIO: a full disk under the store, the journal or a
+ * spool file (StoreWriteError and Node's fs errors carry it as `code`).
+ */
+const OUT_OF_SPACE = new Set(['ENOSPC', 'EDQUOT']);
 
 /** The deletion of a hidden file's stored content, waiting for a possible rename onto its path. */
 interface PendingDelete {
@@ -201,8 +206,11 @@ export class FuseFileSystem {
   }
 
   #errno(op: string, path: string, err: unknown): number {
-    const name = err instanceof PosixError ? err.code : err instanceof SvcError ? toErrno(err) : 'EIO';
-    if (name === 'EIO') this.#log.error({ err, op, path }, 'FUSE operation failed');
+    const name = err instanceof PosixError ? err.code
+      : err instanceof SvcError ? toErrno(err)
+      : OUT_OF_SPACE.has((err as NodeJS.ErrnoException | undefined)?.code ?? '') ? (err as NodeJS.ErrnoException).code!
+      : 'EIO';
+    if (name === 'EIO' || OUT_OF_SPACE.has(name)) this.#log.error({ err, op, path }, 'FUSE operation failed');
     else this.#log.debug({ op, path, errno: name, msg: (err as Error).message }, 'FUSE operation refused');
     return errno(name);
   }
