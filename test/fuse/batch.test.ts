@@ -6,7 +6,7 @@
  * batch and the flush; many closes share one transaction; the journal is replayed after a crash.
  */
 import t, { type Test } from 'tap';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -14,6 +14,9 @@ import { EventBus, type ChangeEvent } from '../../src/core/events.js';
 import { FsService } from '../../src/fs/service.js';
 import { LmdbStore } from '../../src/store/lmdb/index.js';
 import { GatedStore } from '../helpers/gated-store.js';
+import { StoreWriteError } from '../../src/store/types.js';
+import { errno } from '../../src/native/fuse.js';
+import { smallDisk, smallDiskSkipReason } from '../helpers/small-disk.js';
 import { LocalBackend, BATCH_MAX_BYTES } from '../../src/transports/fuse/local.js';
 import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, ROTATE_BYTES, parseJournal } from '../../src/transports/fuse/journal.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
@@ -21,7 +24,7 @@ import type { FuseOperations } from '../../src/native/fuse.js';
 
 const log = pino({ level: 'silent' });
 
-async function open(dir: string, opts: { gatherMs?: number } = {}) {
+async function open(dir: string, opts: { gatherMs?: number; retryMs?: number } = {}) {
   const lmdb = new LmdbStore(dir);
   const store = new GatedStore(lmdb);
   const events = new EventBus();
@@ -30,7 +33,7 @@ async function open(dir: string, opts: { gatherMs?: number } = {}) {
   const fs = new FsService({ store, blobs: lmdb.blobs, events });
   await fs.upgrade();
   const journal = await FuseJournal.recover({ dataDir: dir, fs, log });
-  const backend = new LocalBackend({ fs, events, dataDir: dir, journal, log, gatherMs: opts.gatherMs });
+  const backend = new LocalBackend({ fs, events, dataDir: dir, journal, log, gatherMs: opts.gatherMs, retryMs: opts.retryMs });
   const fuse = new FuseFileSystem({ backend, log, uid: process.getuid!(), gid: process.getgid!() });
   return { dir, lmdb, store, events, seen, fs, journal, backend, fuse, ops: fuse.operations() };
 }
@@ -46,7 +49,7 @@ async function reopen(t: Test, dir: string) {
   return b;
 }
 
-async function setup(t: Test, opts: { gatherMs?: number } = {}) {
+async function setup(t: Test, opts: { gatherMs?: number; retryMs?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-batch-'));
   const s = await open(dir, opts);
   t.teardown(async () => {
@@ -378,4 +381,71 @@ t.test('the barrier waits for what was queued before it, not for closes queued a
   t.equal(fs.stat('/b'), undefined, '/b, queued after the barrier, was not waited for');
   await backend.drain();
   t.equal(fs.read('/b').content.toString(), 'b');
+});
+
+/** Poll (bounded) until `check` passes. */
+async function until(check: () => boolean, ms = 5000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+  return check();
+}
+
+t.test('a batch the store cannot commit loses nothing: still served, fsync says ENOSPC, committed once it can', async (t) => {
+  const s = await setup(t, { retryMs: 20 });
+  s.store.failWith(new StoreWriteError('the disk is full', 'ENOSPC'));
+  await writeFile(s.ops, '/kept.txt', 'answered\n');
+  t.ok(await until(() => s.store.failures > 0), 'its batch was tried and failed');
+  t.equal(await readFile(s.ops, '/kept.txt'), 'answered\n', 'the mount still serves the answered close');
+  t.equal(s.fs.stat('/kept.txt'), undefined, 'not stored yet');
+  t.equal((await call(s.ops.fsyncdir, '/', 0, 0))[0], errno('ENOSPC'), 'fsync fails with the store\'s error, at once');
+  const [c, fd] = await call<number>(s.ops.create, '/big.bin', 0o100644);
+  t.equal(c, 0);
+  const big = Buffer.alloc(BATCH_MAX_BYTES + 1, 7);
+  await call(s.ops.write, '/big.bin', fd, big, big.length, 0);
+  t.equal((await call(s.ops.flush, '/big.bin', fd))[0], errno('ENOSPC'), 'a commit behind the barrier fails too');
+  await call(s.ops.release, '/big.bin', fd);
+  const tries = s.store.failures;
+  t.ok(await until(() => s.store.failures > tries), 'and the batch is tried again');
+
+  s.store.failWith(undefined);
+  t.ok(await until(() => s.fs.stat('/kept.txt') !== undefined), 'committed once the store can');
+  t.equal(s.fs.read('/kept.txt').content.toString(), 'answered\n');
+  t.equal((await call(s.ops.fsyncdir, '/', 0, 0))[0], 0, 'fsync works again');
+});
+
+t.test('unmounted while the store cannot commit: the journal keeps the closes for the next start', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-full-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const a = await open(dir, { retryMs: 20 });
+  await writeFile(a.ops, '/before.txt', 'stored');
+  await a.backend.drain();
+  a.store.failWith(new StoreWriteError('the disk is full', 'ENOSPC'));
+  await writeFile(a.ops, '/late.txt', 'answered, not stored');
+  await a.fuse.close();
+  await t.rejects(a.backend.close(), { code: 'ENOSPC' }, 'close says why it could not commit');
+  a.journal.close();
+  t.ok(parseJournal(readFileSync(join(dir, JOURNAL_FILE))).some((r) => r.path === '/late.txt'), 'the journal still holds it');
+  await a.lmdb.close();
+  const b = await reopen(t, dir);
+  t.equal(b.fs.read('/late.txt').content.toString(), 'answered, not stored', 'replayed at the next start');
+  t.equal(b.fs.read('/before.txt').content.toString(), 'stored');
+});
+
+t.test('a journal record cut short by a full disk is taken back, so later records are replayed', { skip: smallDiskSkipReason() }, async (t) => {
+  const dir = smallDisk(t, 4);
+  const lmdb = new LmdbStore(dir);
+  t.teardown(() => lmdb.close());
+  const fs = new FsService({ store: lmdb, blobs: lmdb.blobs, events: new EventBus() });
+  await fs.upgrade();
+  const journal = await FuseJournal.recover({ dataDir: dir, fs, log });
+  t.teardown(() => journal.close());
+  journal.append({ path: '/first', modified: 1, data: Buffer.from('one') });
+  // Fill the disk but for a few hundred bytes: the next record is written in part, then ENOSPC.
+  const { bavail, bsize } = statfsSync(dir);
+  writeFileSync(join(dir, 'filler'), Buffer.alloc(bavail * bsize - 512));
+  t.throws(() => journal.append({ path: '/cut', modified: 2, data: Buffer.alloc(8192, 1) }), { code: 'ENOSPC' });
+  rmSync(join(dir, 'filler'));
+  journal.append({ path: '/after', modified: 3, data: Buffer.from('three') });
+  t.same(parseJournal(readFileSync(join(dir, JOURNAL_FILE))).map((r) => [r.seq, r.path]), [[1, '/first'], [2, '/after']],
+    'the record after the failed one is read back');
 });

@@ -1,8 +1,8 @@
 /**
  * @module test/helpers/gated-store
  * An LMDB store wrapper for tests of commit and flush ordering: it records whether each
- * transaction asked to wait for the flush, counts flushed() calls, and can hold back flushes (and,
- * if asked, transactions) until released.
+ * transaction asked to wait for the flush, counts flushed() calls, can hold back flushes (and,
+ * if asked, transactions) until released, and can fail transactions as a full disk does.
  */
 import type { LmdbStore } from '../../src/store/lmdb/index.js';
 import type { MetadataStore, Table, TransactOptions } from '../../src/store/types.js';
@@ -14,7 +14,14 @@ export class GatedStore implements MetadataStore {
   #gate: Promise<void> = Promise.resolve();
   #open: () => void = () => undefined;
   #holdTransactions = false;
+  #failure: unknown;
+  /** Transactions failed by {@link failWith}. */
+  failures = 0;
   constructor(readonly inner: LmdbStore) {}
+  /** From now on transactions reject with `err` and write nothing (undefined: they work again). */
+  failWith(err: unknown): void {
+    this.#failure = err;
+  }
   /**
    * From now on flushed() resolves only after {@link release} (and the real flush); with
    * `transactions`, transactions started from now on also wait for the release.
@@ -32,6 +39,10 @@ export class GatedStore implements MetadataStore {
   async transact<T>(fn: () => T, options?: TransactOptions): Promise<T> {
     this.transactions.push(options?.durable !== false);
     if (this.#holdTransactions) await this.#gate;
+    if (this.#failure !== undefined) {
+      this.failures++;
+      throw this.#failure;
+    }
     return this.inner.transact(fn, options);
   }
   async flushed(): Promise<void> {

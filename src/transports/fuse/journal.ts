@@ -50,6 +50,8 @@ export class FuseJournal {
   #fd: number | undefined;
   #bytes = 0;
   #seq: number;
+  /** Records were appended since everything was last applied (see {@link applied}). */
+  #unapplied = false;
 
   private constructor(file: string, lastSeq: number) {
     this.file = file;
@@ -117,9 +119,21 @@ export class FuseJournal {
     out.writeUInt32BE(crc32(out.subarray(FRAME)), 12);
     const fd = this.#open();
     let off = 0;
-    while (off < out.length) off += writeSync(fd, out, off, out.length - off);
+    try {
+      while (off < out.length) off += writeSync(fd, out, off, out.length - off);
+    } catch (err) {
+      // Cut short (a full disk): the file must end at the last whole record again, or the records
+      // appended after this torn one would never be replayed.
+      try {
+        ftruncateSync(fd, this.#bytes);
+      } catch {
+        // the torn record stays; the replay stops there, as for a crash mid-write
+      }
+      throw err;
+    }
     this.#bytes += out.length;
     this.#seq = seq;
+    this.#unapplied = true;
     return seq;
   }
 
@@ -130,12 +144,16 @@ export class FuseJournal {
 
   /** Every record appended is applied: empty the file if it has grown past {@link ROTATE_BYTES}. */
   applied(): void {
+    this.#unapplied = false;
     if (this.full) this.#truncate();
   }
 
-  /** Every record appended is applied: empty the file and close it. */
+  /**
+   * Close the file, emptied if every record appended is applied; otherwise (the store failed to
+   * commit some) kept as it is, for the next start to replay.
+   */
   close(): void {
-    this.#truncate();
+    if (!this.#unapplied) this.#truncate();
     if (this.#fd !== undefined) closeSync(this.#fd);
     this.#fd = undefined;
   }

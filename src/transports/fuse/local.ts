@@ -13,6 +13,11 @@
  * removal: absent); every other change (rename, mkdir, rmdir, attributes, a large commit) first waits for the queue to
  * drain (the barrier), so changes reach the store in the order the mount made them, and sync()
  * waits for the queue and then the flush.
+ *
+ * A batch the store cannot commit (a full disk) loses nothing: its closes were answered, so they
+ * stay queued and served, and the batch is tried again after {@link RETRY_MS} (doubling up to
+ * {@link RETRY_MAX_MS}); meanwhile the barrier, fsync and the memory bound fail with the store's
+ * error (ENOSPC) instead of waiting, and the journal keeps the records for the next start.
  */
 import { createHash } from 'node:crypto';
 import { statfs } from 'node:fs/promises';
@@ -41,6 +46,9 @@ export const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
  * rename, the memory bound) ends the wait.
  */
 export const GATHER_MS = 10;
+/** A batch the store could not commit is tried again after this, then twice as long each time up to {@link RETRY_MAX_MS}. */
+export const RETRY_MS = 1000;
+const RETRY_MAX_MS = 30_000;
 /** A batch stops gathering at this many changes or bytes of content. */
 const GATHER_MAX_CHANGES = 4096;
 const GATHER_MAX_BYTES = 16 * 1024 * 1024;
@@ -96,6 +104,12 @@ export class LocalBackend implements FuseBackend {
   /** Ends the gathering window of the next batch early (set while it is open). */
   #endGather: (() => void) | undefined;
   readonly #gatherMs: number;
+  readonly #retryMs: number;
+  /** Why the last batch could not be committed, until one is (see the module note). */
+  #failure: unknown;
+  /** Ends the pause before a failed batch is tried again (set while it lasts). */
+  #endPause: (() => void) | undefined;
+  #closing = false;
 
   /**
    * Without `journal` every commit is made directly (and answered once committed); with it, small
@@ -105,6 +119,8 @@ export class LocalBackend implements FuseBackend {
     fs: FsService; events: EventBus; dataDir: string; journal?: FuseJournal | undefined; log?: Logger | undefined;
     /** The gathering window, ms ({@link GATHER_MS}; tests lengthen it to show who ends it). */
     gatherMs?: number | undefined;
+    /** The first pause before a failed batch is tried again, ms ({@link RETRY_MS}). */
+    retryMs?: number | undefined;
   }) {
     this.#fs = deps.fs;
     this.#events = deps.events;
@@ -112,6 +128,7 @@ export class LocalBackend implements FuseBackend {
     this.#journal = deps.journal;
     this.#log = deps.log;
     this.#gatherMs = deps.gatherMs ?? GATHER_MS;
+    this.#retryMs = deps.retryMs ?? RETRY_MS;
     this.spoolDir = join(deps.dataDir, 'spool');
   }
 
@@ -161,7 +178,7 @@ export class LocalBackend implements FuseBackend {
    */
   async commit(path: string, pieces: CommitPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
     if (this.#journal && pieces.length <= 1 && (pieces[0]?.size ?? 0) <= BATCH_MAX_BYTES && !pieces[0]?.held) {
-      while (this.#queueBytes > QUEUE_MAX_BYTES) await this.#batchSettled();
+      while (this.#queueBytes > QUEUE_MAX_BYTES) await this.#batchSettled(true);
       const queued = await this.#enqueue(this.#journal, path, pieces[0], opts);
       if (queued) return queued;
     }
@@ -247,25 +264,41 @@ export class LocalBackend implements FuseBackend {
     await this.#fs.flushed();
   }
 
-  /** Commit what is queued (the journal stays open: the daemon owns it). */
+  /**
+   * Commit what is queued (the journal stays open: the daemon owns it). If the store still fails,
+   * this rejects and the batch loop stops: the journal keeps what was not committed.
+   */
   async close(): Promise<void> {
-    await this.drain();
+    try {
+      await this.drain();
+    } catch (err) {
+      this.#closing = true;
+      this.#endPause?.();
+      await this.#running;
+      throw err;
+    }
   }
 
   /**
    * Resolves once every change queued so far has been committed (the barrier). Changes queued
-   * meanwhile are not waited for, so a steady writer cannot hold it up.
+   * meanwhile are not waited for, so a steady writer cannot hold it up. Rejects with the store's
+   * error while batches cannot be committed.
    */
   async drain(): Promise<void> {
     const target = this.#queuedSeq;
-    while (this.#settledSeq < target) await this.#batchSettled();
+    while (this.#settledSeq < target) await this.#batchSettled(true);
   }
 
-  /** Resolves when the batch under way (or the next one) settles; somebody waiting ends the gathering at once. */
-  #batchSettled(): Promise<void> {
+  /**
+   * Resolves when the batch under way (or the next one) settles; somebody waiting ends the gathering
+   * at once. With `orFail`: rejects with the store's error instead while (and once) batches fail.
+   */
+  async #batchSettled(orFail = false): Promise<void> {
+    if (orFail && this.#failure !== undefined) throw this.#failure;
     const settled = new Promise<void>((resolve) => this.#batchWaiters.push(resolve));
     this.#endGather?.();
-    return settled;
+    await settled;
+    if (orFail && this.#failure !== undefined) throw this.#failure;
   }
 
   /**
@@ -351,14 +384,14 @@ export class LocalBackend implements FuseBackend {
   #startBatches(journal: FuseJournal): void {
     this.#running ??= this.#runBatches(journal).finally(() => {
       this.#running = undefined;
-      if (this.#queue.length > 0) this.#startBatches(journal);
+      if (this.#queue.length > 0 && !this.#closing) this.#startBatches(journal);
     });
   }
 
   /** Group commit: one transaction for everything queued while the previous one was committing. */
   async #runBatches(journal: FuseJournal): Promise<void> {
-    let failed = false;
-    while (this.#queue.length > 0) {
+    let pauseMs = this.#retryMs;
+    while (this.#queue.length > 0 && !this.#closing) {
       // Let the closes that follow join the batch.
       await this.#gather();
       const batch = this.#queue;
@@ -373,10 +406,20 @@ export class LocalBackend implements FuseBackend {
           { ...NOT_DURABLE, mark: { name: JOURNAL_MARK, value: batch.at(-1)!.seq } },
         );
       } catch (err) {
-        // Nothing was committed: the journal keeps the records, replayed at the next start.
-        failed = true;
-        results = batch.map(() => ({ status: 'rejected', reason: err }));
+        // Nothing was committed (see the module note): the batch goes back to the queue's front,
+        // still served and journaled, and is tried again after a pause.
+        this.#failure = err;
+        this.#queue = [...batch, ...this.#queue];
+        this.#queueBytes = this.#queue.reduce((n, q) => n + q.data.length, 0);
+        this.#log?.error({ err, changes: batch.length, retryMs: pauseMs }, 'committing closed files failed; they stay queued and are tried again');
+        for (const wake of this.#batchWaiters.splice(0)) wake();
+        await this.#pause(pauseMs);
+        pauseMs = Math.min(pauseMs * 2, RETRY_MAX_MS);
+        continue;
       }
+      if (this.#failure !== undefined) this.#log?.info({ changes: batch.length }, 'queued closed files committed again');
+      this.#failure = undefined;
+      pauseMs = this.#retryMs;
       results.forEach((r, i) => {
         const q = batch[i]!;
         if (r.status === 'rejected') this.#log?.error({ err: r.reason, path: q.path }, q.info ? 'committing a closed file failed' : 'removing a file failed');
@@ -385,7 +428,20 @@ export class LocalBackend implements FuseBackend {
       this.#settledSeq = batch.at(-1)!.seq;
       for (const wake of this.#batchWaiters.splice(0)) wake();
     }
-    if (!failed) journal.applied();
+    if (this.#queue.length === 0) journal.applied();
+  }
+
+  /** The pause before a failed batch is tried again; close() ends it. */
+  #pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const end = () => {
+        clearTimeout(timer);
+        this.#endPause = undefined;
+        resolve();
+      };
+      const timer = setTimeout(end, ms);
+      this.#endPause = end;
+    });
   }
 
   #stored(rec: FileRecord | VersionRecord): StoredContent {

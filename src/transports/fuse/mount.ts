@@ -138,7 +138,12 @@ export class FuseMount {
 
   async #closeAfterUnmount(): Promise<void> {
     await this.#fs?.close();
-    await this.#opts.backend.close();
+    try {
+      await this.#opts.backend.close();
+    } catch (err) {
+      // The store cannot take them now (a full disk): the journal keeps them for the next start.
+      this.#opts.log.error({ err, dir: this.dir }, 'closed files could not be committed at unmount; the next start replays them');
+    }
     if (this.#native) this.#opts.log.info({ dir: this.dir }, 'FUSE mount stopped');
   }
 }
