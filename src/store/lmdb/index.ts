@@ -6,6 +6,7 @@
 import { open, type RootDatabase, type Database } from 'lmdb';
 import { mkdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { StoreWriteError, type BlobStore, type Key, type MetadataStore, type RangeOptions, type Table, type TransactOptions } from '../types.js';
 
 /**
@@ -182,7 +183,11 @@ export class LmdbStore implements MetadataStore {
   /** A failed commit as {@link StoreWriteError}; anything else (a callback's own throw) unchanged. */
   async #failed(err: unknown): Promise<never> {
     if (!isLmdbCommitFailure(err)) throw err;
-    const cause = await (err as { commitError?: Promise<unknown> }).commitError?.then(() => undefined, (e: unknown) => e);
+    // lmdb-js rejects commitError with LMDB's error in the same turn; never wait long for it.
+    const cause = await Promise.race([
+      (err as { commitError?: Promise<unknown> }).commitError?.then(() => undefined, (e: unknown) => e),
+      delay(1000, undefined, { ref: false }),
+    ]);
     let free: number | undefined;
     try {
       const fs = statfsSync(this.#path);
