@@ -252,21 +252,24 @@ export class LocalBackend {
     const rec = this.#fs.file(svcPath);
     await mkdir(dirname(host), { recursive: true });
     const tmp = join(dirname(host), TEMP_PREFIX + randomBytes(6).toString('hex'));
-    if (rec.symlink) {
-      await symlink(this.#fs.content(rec).toString('utf8'), tmp);
-    } else {
-      const fh = await open(tmp, 'w', 0o644);
-      try {
-        for (const chunk of this.#fs.chunks(rec)) await fh.write(chunk);
-        await fh.sync();
-      } finally {
-        await fh.close();
+    try {
+      if (rec.symlink) {
+        await symlink(this.#fs.content(rec).toString('utf8'), tmp);
+      } else {
+        const fh = await open(tmp, 'w', 0o644);
+        try {
+          for (const chunk of this.#fs.chunks(rec)) await fh.write(chunk);
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
       }
-    }
-    await rename(tmp, host).catch(async (err) => {
+      await rename(tmp, host);
+    } catch (err) {
+      // A full disk, most likely: the part written must not stay behind, taking the space.
       await unlink(tmp).catch(() => undefined);
       throw err;
-    });
+    }
     return onDiskKey(rec.etag, rec.symlink);
   }
 

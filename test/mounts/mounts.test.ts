@@ -1,10 +1,11 @@
 import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync, readFileSync, existsSync, symlinkSync, mkdirSync, lstatSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, rmSync, readFileSync, existsSync, symlinkSync, mkdirSync, lstatSync, readlinkSync, readdirSync } from 'node:fs';
 import { writeFile, unlink, symlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import { smallDisk, smallDiskSkipReason } from '../helpers/small-disk.js';
 import { buildServices, type Services } from '../../src/daemon.js';
 
 const enc = (s: string) => Buffer.from(s);
@@ -302,4 +303,13 @@ t.test('quick svc changes are not undone by late watcher events', async (t) => {
   t.notOk(existsSync(join(host, 'gone.txt')));
   t.equal(fs.read('/r/keep.txt').content.toString(), 'keep 14');
   t.equal(readFileSync(join(host, 'keep.txt'), 'utf8'), 'keep 14');
+});
+
+t.test('a host directory that fills up keeps no half-written temp file', { skip: smallDiskSkipReason() }, async (t) => {
+  const { fs, mounts } = open(t);
+  const host = smallDisk(t, 4);
+  await mounts.add({ mount_point: '/small', backend_type: 'local', backend_config: { data_dir: host } });
+  await fs.write('/small/a.bin', Buffer.alloc(3 * 1024 * 1024, 1));
+  await t.rejects(fs.write('/small/b.bin', Buffer.alloc(3 * 1024 * 1024, 2)), { code: 'ENOSPC' });
+  t.same(readdirSync(host), ['a.bin'], 'only the file that fitted');
 });
