@@ -65,6 +65,22 @@ interface Queued {
   modified: number;
 }
 
+/**
+ * Resolves after `ms`, or at once when the function handed to `expose` is called; `expose` gets
+ * undefined back when the delay is over (a window or pause that can be ended early).
+ */
+function endableDelay(ms: number, expose: (end: (() => void) | undefined) => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const end = () => {
+      clearTimeout(timer);
+      expose(undefined);
+      resolve();
+    };
+    const timer = setTimeout(end, ms);
+    expose(end);
+  });
+}
+
 /** NodeInfo of a stored entry. */
 export function nodeOf(rec: EntryRecord): NodeInfo {
   const common = { mode: rec.mode, uid: rec.uid, gid: rec.gid, mtime: rec.modified, ctime: rec.modified };
@@ -178,7 +194,7 @@ export class LocalBackend implements FuseBackend {
    */
   async commit(path: string, pieces: CommitPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
     if (this.#journal && pieces.length <= 1 && (pieces[0]?.size ?? 0) <= BATCH_MAX_BYTES && !pieces[0]?.held) {
-      while (this.#queueBytes > QUEUE_MAX_BYTES) await this.#batchSettled(true);
+      while (this.#queueBytes > QUEUE_MAX_BYTES) await this.#batchSettled();
       const queued = await this.#enqueue(this.#journal, path, pieces[0], opts);
       if (queued) return queued;
     }
@@ -286,19 +302,19 @@ export class LocalBackend implements FuseBackend {
    */
   async drain(): Promise<void> {
     const target = this.#queuedSeq;
-    while (this.#settledSeq < target) await this.#batchSettled(true);
+    while (this.#settledSeq < target) await this.#batchSettled();
   }
 
   /**
    * Resolves when the batch under way (or the next one) settles; somebody waiting ends the gathering
-   * at once. With `orFail`: rejects with the store's error instead while (and once) batches fail.
+   * at once. Rejects with the store's error instead while (and once) batches fail.
    */
-  async #batchSettled(orFail = false): Promise<void> {
-    if (orFail && this.#failure !== undefined) throw this.#failure;
+  async #batchSettled(): Promise<void> {
+    if (this.#failure !== undefined) throw this.#failure;
     const settled = new Promise<void>((resolve) => this.#batchWaiters.push(resolve));
     this.#endGather?.();
     await settled;
-    if (orFail && this.#failure !== undefined) throw this.#failure;
+    if (this.#failure !== undefined) throw this.#failure;
   }
 
   /**
@@ -307,15 +323,7 @@ export class LocalBackend implements FuseBackend {
    */
   #gather(): Promise<void> {
     if (this.#batchWaiters.length > 0 || this.#batchFull()) return new Promise<void>((resolve) => setImmediate(resolve));
-    return new Promise<void>((resolve) => {
-      const end = () => {
-        clearTimeout(timer);
-        this.#endGather = undefined;
-        resolve();
-      };
-      const timer = setTimeout(end, this.#gatherMs);
-      this.#endGather = end;
-    });
+    return endableDelay(this.#gatherMs, (end) => (this.#endGather = end));
   }
 
   #batchFull(): boolean {
@@ -413,7 +421,7 @@ export class LocalBackend implements FuseBackend {
         this.#queueBytes = this.#queue.reduce((n, q) => n + q.data.length, 0);
         this.#log?.error({ err, changes: batch.length, retryMs: pauseMs }, 'committing closed files failed; they stay queued and are tried again');
         for (const wake of this.#batchWaiters.splice(0)) wake();
-        await this.#pause(pauseMs);
+        await endableDelay(pauseMs, (end) => (this.#endPause = end)); // close() ends it
         pauseMs = Math.min(pauseMs * 2, RETRY_MAX_MS);
         continue;
       }
@@ -431,18 +439,6 @@ export class LocalBackend implements FuseBackend {
     if (this.#queue.length === 0) journal.applied();
   }
 
-  /** The pause before a failed batch is tried again; close() ends it. */
-  #pause(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const end = () => {
-        clearTimeout(timer);
-        this.#endPause = undefined;
-        resolve();
-      };
-      const timer = setTimeout(end, ms);
-      this.#endPause = end;
-    });
-  }
 
   #stored(rec: FileRecord | VersionRecord): StoredContent {
     const fs = this.#fs;

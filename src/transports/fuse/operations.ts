@@ -206,9 +206,10 @@ export class FuseFileSystem {
   }
 
   #errno(op: string, path: string, err: unknown): number {
+    const code = (err as NodeJS.ErrnoException | undefined)?.code;
     const name = err instanceof PosixError ? err.code
       : err instanceof SvcError ? toErrno(err)
-      : OUT_OF_SPACE.has((err as NodeJS.ErrnoException | undefined)?.code ?? '') ? (err as NodeJS.ErrnoException).code!
+      : code !== undefined && OUT_OF_SPACE.has(code) ? code
       : 'EIO';
     if (name === 'EIO' || OUT_OF_SPACE.has(name)) this.#log.error({ err, op, path }, 'FUSE operation failed');
     else this.#log.debug({ op, path, errno: name, msg: (err as Error).message }, 'FUSE operation refused');
