@@ -15,12 +15,13 @@ import { FsService } from '../../src/fs/service.js';
 import { LmdbStore } from '../../src/store/lmdb/index.js';
 import { GatedStore } from '../helpers/gated-store.js';
 import { StoreWriteError } from '../../src/store/types.js';
-import { errno } from '../../src/native/fuse.js';
 import { smallDisk, smallDiskSkipReason } from '../helpers/small-disk.js';
 import { LocalBackend, BATCH_MAX_BYTES } from '../../src/transports/fuse/local.js';
 import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, ROTATE_BYTES, parseJournal } from '../../src/transports/fuse/journal.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
-import type { FuseOperations } from '../../src/native/fuse.js';
+import { errno, type FuseOperations } from '../../src/native/fuse.js';
+import { call } from '../helpers/fuse-ops.js';
+import { eventually } from './harness.js';
 
 const log = pino({ level: 'silent' });
 
@@ -61,11 +62,6 @@ async function setup(t: Test, opts: { gatherMs?: number; retryMs?: number } = {}
     rmSync(dir, { recursive: true, force: true });
   });
   return s;
-}
-
-/** Call a fuse-native style operation; resolves with [code, value]. */
-function call<V = unknown>(op: (...args: never[]) => void, ...args: unknown[]): Promise<[number, V | undefined]> {
-  return new Promise((resolve) => (op as (...a: unknown[]) => void)(...args, (code: number, value?: V) => resolve([code, value])));
 }
 
 /** Whether `p` settles within a few turns of the event loop. */
@@ -383,18 +379,11 @@ t.test('the barrier waits for what was queued before it, not for closes queued a
   t.equal(fs.read('/b').content.toString(), 'b');
 });
 
-/** Poll (bounded) until `check` passes. */
-async function until(check: () => boolean, ms = 5000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
-  return check();
-}
-
 t.test('a batch the store cannot commit loses nothing: still served, fsync says ENOSPC, committed once it can', async (t) => {
   const s = await setup(t, { retryMs: 20 });
   s.store.failWith(new StoreWriteError('the disk is full', 'ENOSPC'));
   await writeFile(s.ops, '/kept.txt', 'answered\n');
-  t.ok(await until(() => s.store.failures > 0), 'its batch was tried and failed');
+  t.ok(await eventually(async () => s.store.failures > 0, 5000, 5), 'its batch was tried and failed');
   t.equal(await readFile(s.ops, '/kept.txt'), 'answered\n', 'the mount still serves the answered close');
   t.equal(s.fs.stat('/kept.txt'), undefined, 'not stored yet');
   t.equal((await call(s.ops.fsyncdir, '/', 0, 0))[0], errno('ENOSPC'), 'fsync fails with the store\'s error, at once');
@@ -405,10 +394,10 @@ t.test('a batch the store cannot commit loses nothing: still served, fsync says 
   t.equal((await call(s.ops.flush, '/big.bin', fd))[0], errno('ENOSPC'), 'a commit behind the barrier fails too');
   await call(s.ops.release, '/big.bin', fd);
   const tries = s.store.failures;
-  t.ok(await until(() => s.store.failures > tries), 'and the batch is tried again');
+  t.ok(await eventually(async () => s.store.failures > tries, 5000, 5), 'and the batch is tried again');
 
   s.store.failWith(undefined);
-  t.ok(await until(() => s.fs.stat('/kept.txt') !== undefined), 'committed once the store can');
+  t.ok(await eventually(async () => s.fs.stat('/kept.txt') !== undefined, 5000, 5), 'committed once the store can');
   t.equal(s.fs.read('/kept.txt').content.toString(), 'answered\n');
   t.equal((await call(s.ops.fsyncdir, '/', 0, 0))[0], 0, 'fsync works again');
 });

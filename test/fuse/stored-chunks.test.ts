@@ -15,12 +15,9 @@ import { LmdbStore } from '../../src/store/lmdb/index.js';
 import { LocalBackend } from '../../src/transports/fuse/local.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import { noise } from '../fs/fixture.js';
+import { call } from '../helpers/fuse-ops.js';
 
 const log = pino({ level: 'silent' });
-
-function call<V = unknown>(op: (...args: never[]) => void, ...args: unknown[]): Promise<[number, V | undefined]> {
-  return new Promise((resolve) => (op as (...a: unknown[]) => void)(...args, (code: number, value?: V) => resolve([code, value])));
-}
 
 t.test('reads in any order and partial rewrites of stored chunks see the right bytes', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-chunks-'));

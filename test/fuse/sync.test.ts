@@ -17,6 +17,7 @@ import { GatedStore } from '../helpers/gated-store.js';
 import { LocalBackend } from '../../src/transports/fuse/local.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import type { FuseOperations } from '../../src/native/fuse.js';
+import { call } from '../helpers/fuse-ops.js';
 
 function setup(t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-sync-'));
@@ -33,11 +34,6 @@ function setup(t: Test) {
     rmSync(dir, { recursive: true, force: true });
   });
   return { store, fs, ops: fuse.operations() };
-}
-
-/** Call a fuse-native style operation; resolves with [code, value]. */
-function call<V = unknown>(op: (...args: never[]) => void, ...args: unknown[]): Promise<[number, V | undefined]> {
-  return new Promise((resolve) => (op as (...a: unknown[]) => void)(...args, (code: number, value?: V) => resolve([code, value])));
 }
 
 /** Whether `p` settles within a few turns of the event loop (it must not while the flush is held). */
