@@ -178,6 +178,8 @@ export class Daemon {
         dir: config.mount, log: log.child({ component: 'fuse' }),
         backend: new FuseLocalBackend({
           fs: services.fs, events: services.events, dataDir: config.dataDir, journal: this.#fuseJournal, log: log.child({ component: 'fuse' }),
+          // A storage mount's host directory is written when the change is committed: not queued.
+          direct: (path) => services.mounts.route(path) !== undefined,
         }),
       });
       await this.#fuse.start();

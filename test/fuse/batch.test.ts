@@ -25,7 +25,9 @@ import { eventually } from './harness.js';
 
 const log = pino({ level: 'silent' });
 
-async function open(dir: string, opts: { gatherMs?: number; retryMs?: number } = {}) {
+interface Options { gatherMs?: number; retryMs?: number; direct?: (path: string) => boolean }
+
+async function open(dir: string, opts: Options = {}) {
   const lmdb = new LmdbStore(dir);
   const store = new GatedStore(lmdb);
   const events = new EventBus();
@@ -34,7 +36,7 @@ async function open(dir: string, opts: { gatherMs?: number; retryMs?: number } =
   const fs = new FsService({ store, blobs: lmdb.blobs, events });
   await fs.upgrade();
   const journal = await FuseJournal.recover({ dataDir: dir, fs, log });
-  const backend = new LocalBackend({ fs, events, dataDir: dir, journal, log, gatherMs: opts.gatherMs, retryMs: opts.retryMs });
+  const backend = new LocalBackend({ fs, events, dataDir: dir, journal, log, ...opts });
   const fuse = new FuseFileSystem({ backend, log, uid: process.getuid!(), gid: process.getgid!() });
   return { dir, lmdb, store, events, seen, fs, journal, backend, fuse, ops: fuse.operations() };
 }
@@ -50,7 +52,7 @@ async function reopen(t: Test, dir: string) {
   return b;
 }
 
-async function setup(t: Test, opts: { gatherMs?: number; retryMs?: number } = {}) {
+async function setup(t: Test, opts: Options = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-batch-'));
   const s = await open(dir, opts);
   t.teardown(async () => {
@@ -131,6 +133,22 @@ t.test('a close is answered before its commit, and the mount shows the file at o
   t.equal(fs.read('/d/a.txt').content.toString(), 'hello', 'committed');
   t.equal(fs.stat('/d/a.txt')?.mode, 0o640);
   t.same(seen.filter((e) => e.path === '/d/a.txt').map((e) => [e.type, e.version]), [['write', 1]], 'one change event, once committed');
+});
+
+t.test('a path whose changes must leave the store at once (a storage mount) is committed at close, not queued', async (t) => {
+  const { fs, ops, backend } = await setup(t, { direct: (p) => p.startsWith('/host/') });
+  await call(ops.mkdir, '/host', 0o40755);
+  await call(ops.mkdir, '/other', 0o40755);
+  const mirrored: string[] = [];
+  fs.addCommitHook(async (events) => void mirrored.push(...events.map((e) => `${e.type} ${e.path}`)));
+  await writeFile(ops, '/host/a.txt', 'to the host');
+  t.same(mirrored, ['write /host/a.txt'], 'the commit hook ran before the close answered');
+  t.equal(fs.read('/host/a.txt').content.toString(), 'to the host');
+  t.same(await call(ops.unlink, '/host/a.txt'), [0, undefined]);
+  t.same(mirrored.at(-1), 'delete /host/a.txt', 'an unlink too');
+  await writeFile(ops, '/other/b.txt', 'queued');
+  t.equal(backend.queued, 1, 'any other path is still queued');
+  t.notOk(mirrored.includes('write /other/b.txt'), 'and not committed yet');
 });
 
 t.test('closes queued while a batch commits share the next transaction', async (t) => {

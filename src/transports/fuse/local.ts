@@ -126,6 +126,7 @@ export class LocalBackend implements FuseBackend {
   /** Ends the pause before a failed batch is tried again (set while it lasts). */
   #endPause: (() => void) | undefined;
   #closing = false;
+  readonly #direct: (path: string) => boolean;
 
   /**
    * Without `journal` every commit is made directly (and answered once committed); with it, small
@@ -137,6 +138,11 @@ export class LocalBackend implements FuseBackend {
     gatherMs?: number | undefined;
     /** The first pause before a failed batch is tried again, ms ({@link RETRY_MS}). */
     retryMs?: number | undefined;
+    /**
+     * Paths whose changes must reach something outside the store before they are answered (a
+     * storage mount's host directory, written by a commit hook): committed directly, never queued.
+     */
+    direct?: ((path: string) => boolean) | undefined;
   }) {
     this.#fs = deps.fs;
     this.#events = deps.events;
@@ -145,6 +151,7 @@ export class LocalBackend implements FuseBackend {
     this.#log = deps.log;
     this.#gatherMs = deps.gatherMs ?? GATHER_MS;
     this.#retryMs = deps.retryMs ?? RETRY_MS;
+    this.#direct = deps.direct ?? (() => false);
     this.spoolDir = join(deps.dataDir, 'spool');
   }
 
@@ -193,7 +200,7 @@ export class LocalBackend implements FuseBackend {
    * only if new to the store): never all at once.
    */
   async commit(path: string, pieces: CommitPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
-    if (this.#journal && pieces.length <= 1 && (pieces[0]?.size ?? 0) <= BATCH_MAX_BYTES && !pieces[0]?.held) {
+    if (this.#journal && pieces.length <= 1 && (pieces[0]?.size ?? 0) <= BATCH_MAX_BYTES && !pieces[0]?.held && !this.#direct(path)) {
       while (this.#queueBytes > QUEUE_MAX_BYTES) await this.#batchSettled();
       const queued = await this.#enqueue(this.#journal, path, pieces[0], opts);
       if (queued) return queued;
@@ -218,7 +225,7 @@ export class LocalBackend implements FuseBackend {
   }
 
   async remove(path: string): Promise<void> {
-    if (this.#journal) {
+    if (this.#journal && !this.#direct(path)) {
       await this.#roomInJournal(this.#journal);
       const info = this.#statNow(path);
       if (info && info.kind !== 'dir') {
