@@ -13,13 +13,17 @@
  *   read from there after checking the struct's size and its opcode field, and the access time is
  *   used as before when either check fails.
  *
+ * It has no call for the kernel's cache invalidation notifications either: {@link NativeMount.device}
+ * finds the mount's /dev/fuse descriptor, and {@link invalInodeMessage} and {@link invalEntryMessage}
+ * encode what is written to it (transports/fuse/kernel-cache does the writing, off the main thread).
+ *
  * It exposes no FUSE context (the calling process's uid/gid): mounts are made without
  * `allow_other`, where the kernel admits only callers whose uid and gid equal the daemon's own, so
  * the daemon's ids are the caller's.
  */
 import { createRequire } from 'node:module';
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, fstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 
 /** Attributes of one entry, as fuse-native encodes them (times in ms since the epoch). */
@@ -223,10 +227,77 @@ export function fuseSupport(): { available: true } | { available: false; reason:
   return { available: true };
 }
 
+/** The descriptors this process has open on /dev/fuse (Linux; empty elsewhere). */
+function fuseDeviceFds(): Set<number> {
+  const fds = new Set<number>();
+  let names: string[];
+  try {
+    names = readdirSync('/proc/self/fd');
+  } catch {
+    return fds;
+  }
+  for (const name of names) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${name}`) === '/dev/fuse') fds.add(Number(name));
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return fds;
+}
+
+/**
+ * The FUSE connection of one mount, for the notifications a file system may send the kernel
+ * (linux/fuse.h). libfuse 2's high-level API, and so fuse-native, offers none of them, but they are
+ * plain writes of a header and a body to the connection's descriptor, which libfuse opened in this
+ * process. A write may block until requests in flight on the same inode or directory are answered:
+ * never make one on the thread that answers them.
+ */
+export interface FuseDevice {
+  /** The descriptor on /dev/fuse. */
+  fd: number;
+  /** Its device number, to check that the descriptor still is this one before writing to it. */
+  rdev: number;
+}
+
+/** fuse_notify_code values (linux/fuse.h). */
+const FUSE_NOTIFY_INVAL_INODE = 2;
+const FUSE_NOTIFY_INVAL_ENTRY = 3;
+/** sizeof(struct fuse_out_header): len u32, error i32 (the notify code), unique u64 (0). */
+const OUT_HEADER = 16;
+
+/**
+ * FUSE_NOTIFY_INVAL_INODE: the kernel drops its cached attributes of inode `ino` (the node id,
+ * which is what `stat` reports as st_ino on a libfuse 2 mount without `use_ino`) and, unless
+ * `attributesOnly`, its cached pages as well.
+ */
+export function invalInodeMessage(ino: number, attributesOnly: boolean): Buffer {
+  const msg = Buffer.alloc(OUT_HEADER + 24);
+  msg.writeUInt32LE(msg.length, 0);
+  msg.writeInt32LE(FUSE_NOTIFY_INVAL_INODE, 4);
+  msg.writeBigUInt64LE(BigInt(ino), OUT_HEADER);
+  msg.writeBigInt64LE(attributesOnly ? -1n : 0n, OUT_HEADER + 8); // offset; negative: attributes only
+  msg.writeBigInt64LE(0n, OUT_HEADER + 16); // length 0: to the end
+  return msg;
+}
+
+/** FUSE_NOTIFY_INVAL_ENTRY: the kernel forgets what it knows of `name` in directory `parent` (a node id). */
+export function invalEntryMessage(parent: number, name: string): Buffer {
+  const bytes = Buffer.from(name);
+  const msg = Buffer.alloc(OUT_HEADER + 16 + bytes.length + 1);
+  msg.writeUInt32LE(msg.length, 0);
+  msg.writeInt32LE(FUSE_NOTIFY_INVAL_ENTRY, 4);
+  msg.writeBigUInt64LE(BigInt(parent), OUT_HEADER);
+  msg.writeUInt32LE(bytes.length, OUT_HEADER + 8);
+  bytes.copy(msg, OUT_HEADER + 16);
+  return msg;
+}
+
 /** One kernel mount served by `ops` until {@link unmount}. */
 export class NativeMount {
   readonly dir: string;
   readonly #fuse: FuseNativeInstance;
+  #device: FuseDevice | undefined;
 
   /** Throws {@link FuseUnavailableError} when fuse-native or libfuse 2 is missing. */
   constructor(dir: string, ops: FuseOperations, opts: NativeMountOptions) {
@@ -235,11 +306,30 @@ export class NativeMount {
     this.#fuse = new Mount(dir, ops, opts);
   }
 
+  /**
+   * The mount's connection to the kernel, found as the /dev/fuse descriptor the mount opened
+   * (undefined off Linux, or when another mount of this process opened one at the same time).
+   */
+  get device(): FuseDevice | undefined {
+    return this.#device;
+  }
+
   /** Resolves once the kernel has sent INIT, i.e. the mount answers requests. */
   mount(): Promise<void> {
+    const before = fuseDeviceFds();
     return new Promise((resolve, reject) => {
       this.#fuse.mount((err) => {
-        if (!err) return resolve();
+        if (!err) {
+          const opened = [...fuseDeviceFds()].filter((fd) => !before.has(fd));
+          if (opened.length === 1) {
+            try {
+              this.#device = { fd: opened[0]!, rdev: fstatSync(opened[0]!).rdev };
+            } catch {
+              // closed meanwhile: no notifications
+            }
+          }
+          return resolve();
+        }
         const message = err.message === 'fuse failed'
           ? `cannot mount ${this.dir}: libfuse refused (is /dev/fuse usable and fusermount installed, apt-get install fuse3?)`
           : `cannot mount ${this.dir}: ${err.message}`;
@@ -250,6 +340,7 @@ export class NativeMount {
 
   /** Detach the mount (lazily, so open files do not block it) and stop serving. */
   unmount(): Promise<void> {
+    this.#device = undefined;
     return new Promise((resolve, reject) => {
       this.#fuse.unmount((err) => (err ? reject(err) : resolve()));
     });

@@ -6,9 +6,9 @@
  * list/glob, a read-only svc mount answers EROFS, and a remote mount (`svc mount --remote-url`)
  * sees the same tree.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { eventually, fuseSkipReason, sh, shOk, startMountedDaemon, startRemoteMount, tempDir } from './harness.js';
@@ -35,6 +35,10 @@ t.test('the mount and RPC see one file tree', { skip }, async (t) => {
     t.ok(Date.now() - started < 1000, `within a second (${Date.now() - started} ms)`);
     await d.rpc('delete', { path: '/x/from-rpc.txt' });
     t.ok(await eventually(async () => (await sh(`test -e '${m}/x/from-rpc.txt'`)).code === 1, 1000, 20), 'a delete too');
+  });
+
+  t.test('a program keeping a file open reads another face\'s change without reopening it', async (t) => {
+    await keptOpenSeesChanges(t, d, m, '/kept.txt');
   });
 
   t.test('a file written in the mount is read by RPC with the same etag and one version per close', async (t) => {
@@ -127,6 +131,35 @@ f.close()"`);
     t.equal(await shOk(`readlink '${r.mnt}/rl'`), 'remote/sub/r.txt\n');
     t.equal(await shOk(`cat '${m}/moved/sub/r.txt'`), 'from-daemon-mount\n');
     t.equal((await shOk(`ls '${r.mnt}/.versions/moved/sub/r.txt'`)).trim().split('\n').length, 2, 'history over RPC');
+    await keptOpenSeesChanges(t, d, r.mnt, '/kept-remote.txt');
     t.equal(await r.stop(), 0, 'SIGTERM: clean exit');
   });
 });
+
+/**
+ * A file kept open in mount `mnt` (its pages in the kernel's cache) is rewritten over RPC: reads
+ * through the same descriptor show the new bytes, at the same size and longer. Without the
+ * kernel cache notifications (src/transports/fuse/kernel-cache.ts) the old pages stay until reopen.
+ */
+async function keptOpenSeesChanges(t: Test, d: { rpc: (m: string, p: Record<string, unknown>) => Promise<unknown> }, mnt: string, path: string): Promise<void> {
+  await d.rpc('write', { path, content: bytes('first version\n') });
+  const handle = await open(`${mnt}${path}`, 'r');
+  try {
+    const read = async () => {
+      const buf = Buffer.alloc(100);
+      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+      return buf.subarray(0, bytesRead).toString();
+    };
+    t.equal(await read(), 'first version\n');
+    t.equal(await read(), 'first version\n', 'read again (from the kernel\'s cache)');
+    for (const next of ['other version\n', 'a third and longer version\n']) {
+      await d.rpc('write', { path, content: bytes(next) });
+      const started = Date.now();
+      t.ok(await eventually(async () => (await read()) === next, 3000, 10), `the open descriptor reads ${JSON.stringify(next)}`);
+      t.ok(Date.now() - started < 1000, `within a second (${Date.now() - started} ms)`);
+    }
+    t.equal((await handle.stat()).size, 'a third and longer version\n'.length, 'and its size');
+  } finally {
+    await handle.close();
+  }
+}

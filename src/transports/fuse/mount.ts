@@ -15,8 +15,13 @@ import type { Logger } from '../../core/log.js';
 import { forceUnmount, fuseSupport, FuseUnavailableError, NativeMount } from '../../native/fuse.js';
 import type { FuseBackend } from './backend.js';
 import { FuseFileSystem } from './operations.js';
+import { KernelCache } from './kernel-cache.js';
 
-/** Seconds the kernel caches attributes and lookups: changes from other faces show within this. */
+/**
+ * Seconds the kernel caches attributes and lookups. Changes from other faces are pushed to the
+ * kernel as they happen ({@link KernelCache}); this bounds how long one can stay unseen when that
+ * is not possible (no /dev/fuse descriptor found, a notification dropped).
+ */
 export const KERNEL_CACHE_SECONDS = 0.5;
 /** How often the mount table is read to notice an unmount made from outside. */
 export const DETACH_POLL_MS = 1000;
@@ -56,6 +61,7 @@ export class FuseMount {
   readonly #opts: FuseMountOptions;
   #fs: FuseFileSystem | undefined;
   #native: NativeMount | undefined;
+  #kernel: KernelCache | undefined;
   #stopping: Promise<void> | undefined;
   #watch: NodeJS.Timeout | undefined;
   #detached = false;
@@ -83,6 +89,7 @@ export class FuseMount {
     await mkdir(this.#opts.backend.spoolDir, { recursive: true, mode: 0o700 });
     const fs = new FuseFileSystem({
       backend: this.#opts.backend, log, uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0,
+      onExternalChange: (event) => this.#kernel?.changed(event),
     });
     const native = new NativeMount(this.dir, fs.operations(), {
       cacheSeconds: KERNEL_CACHE_SECONDS, defaultPermissions: true, fsname: `svc:${this.#opts.backend.description}`,
@@ -96,6 +103,9 @@ export class FuseMount {
     }
     this.#fs = fs;
     this.#native = native;
+    const device = native.device;
+    if (device) this.#kernel = new KernelCache(this.dir, device, log);
+    else log.info({ dir: this.dir }, `no FUSE connection found to notify: changes from other faces show within ${KERNEL_CACHE_SECONDS} s`);
     this.#watchDetach();
     log.info({ dir: this.dir, backend: this.#opts.backend.description }, 'FUSE mount ready');
   }
@@ -123,6 +133,8 @@ export class FuseMount {
   async #stop(): Promise<void> {
     const { log } = this.#opts;
     clearTimeout(this.#watch);
+    // Before the unmount: no notification may be written once the connection's descriptor can close.
+    await this.#kernel?.close();
     if (this.#native) {
       try {
         await this.#native.unmount();

@@ -22,6 +22,7 @@ import { memoryPiece, type FuseBackend, type NodeInfo, type StoredContent } from
 import { ChunkHasher } from './hasher.js';
 import { ChunkHolds } from './chunk-holds.js';
 import { OpenFile } from './open-file.js';
+import { OwnChanges } from './kernel-cache.js';
 import { isVersionsPath, listVersionsDir, resolveVersionsPath, VERSIONS_DIR, type VersionsTarget } from './versions.js';
 
 /** An errno decided here rather than by the service. */
@@ -82,6 +83,33 @@ export interface FuseFileSystemOptions {
    */
   uid: number;
   gid: number;
+  /** Called for each change another face made (this mount's own changes are filtered out). */
+  onExternalChange?: ((event: ChangeEvent) => void) | undefined;
+}
+
+/** The backend calls that change something, and the paths each changes. */
+const CHANGES: Partial<Record<keyof FuseBackend, (args: unknown[]) => string[]>> = {
+  commit: (a) => [a[0] as string],
+  remove: (a) => [a[0] as string],
+  rename: (a) => [a[0] as string, a[1] as string],
+  mkdir: (a) => [a[0] as string],
+  rmdir: (a) => [a[0] as string],
+  setAttributes: (a) => [a[0] as string],
+};
+
+/** `backend` with every change it is asked for recorded in `own` (its events are then this mount's). */
+function recordingOwnChanges(backend: FuseBackend, own: OwnChanges): FuseBackend {
+  return new Proxy(backend, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      const changes = CHANGES[prop as keyof FuseBackend];
+      const method = value as (...args: unknown[]) => Promise<unknown>;
+      return changes
+        ? (...args: unknown[]) => own.during(changes(args), () => method.apply(target, args))
+        : method.bind(target);
+    },
+  });
 }
 
 /** The file system a mount serves; {@link operations} are the callbacks handed to fuse-native. */
@@ -97,6 +125,8 @@ export class FuseFileSystem {
   /** Stored files whose deletion waits for a possible rename onto them (see the module note). */
   readonly #pendingDeletes = new Map<string, PendingDelete>();
   readonly #unsubscribe: () => void;
+  readonly #own = new OwnChanges();
+  readonly #onExternalChange: ((event: ChangeEvent) => void) | undefined;
   /** Hashes written chunks while files are written, when the backend reuses the hashes. */
   readonly #hasher: ChunkHasher | undefined;
   /** Stores written chunks while files are written, when the backend can hold them. */
@@ -104,7 +134,8 @@ export class FuseFileSystem {
   #nextFh = 1;
 
   constructor(opts: FuseFileSystemOptions) {
-    this.#backend = opts.backend;
+    this.#backend = recordingOwnChanges(opts.backend, this.#own);
+    this.#onExternalChange = opts.onExternalChange;
     this.#log = opts.log;
     this.#uid = opts.uid;
     this.#gid = opts.gid;
@@ -296,10 +327,14 @@ export class FuseFileSystem {
   }
 
   #onChange(event: ChangeEvent): void {
+    let own = false;
     for (const path of [event.path, event.new_path]) {
-      const file = path === undefined ? undefined : this.#files.get(path);
+      if (path === undefined) continue;
+      own ||= this.#own.isOwn(path);
+      const file = this.#files.get(path);
       if (file && !file.changed && (event.version === undefined || event.version !== file.baseVersion)) file.stale = true;
     }
+    if (!own) this.#onExternalChange?.(event);
   }
 
   // ---------------------------------------------------------------- pending deletes of hidden files

@@ -1,0 +1,237 @@
+/**
+ * @module transports/fuse/kernel-cache
+ * Keeps the kernel's caches of a mount in step with changes made through the other faces (RPC,
+ * WebSocket, other mounts): on each such change the kernel is told to drop the changed file's
+ * attributes and pages, and the names that were created, deleted or renamed with their directory's
+ * attributes. Without this a change shows up only when the kernel's cache times out
+ * (KERNEL_CACHE_SECONDS), and a program that keeps a file open reads the pages it cached before
+ * the change until it reopens the file.
+ *
+ * The kernel knows inodes by node id. On a libfuse 2 mount without `use_ino` that id is what `stat`
+ * reports as st_ino, so the id of a path is read by `lstat` through the mount itself. That lstat,
+ * and the notification write (which waits for requests in flight on the same inode or directory),
+ * need the main thread to answer FUSE requests meanwhile, so both run on a worker thread of their
+ * own, one notification at a time: never on the main thread, and never on libuv's thread pool,
+ * which the mount's own operations need to answer those requests.
+ *
+ * Changes this mount made itself are not sent: the kernel saw them happen ({@link OwnChanges}).
+ * A notification that is lost (the worker is behind by {@link MAX_PENDING}, or one of the mount's
+ * own changes to the same path came within {@link OWN_WINDOW_MS}) leaves the cache to time out as
+ * before. Before each write the worker checks that the descriptor still is the mount's /dev/fuse
+ * connection (libfuse closes it when the mount is detached from outside).
+ */
+import { Worker } from 'node:worker_threads';
+import type { ChangeEvent } from '../../core/events.js';
+import type { Logger } from '../../core/log.js';
+import { baseName, parentOf } from '../../core/paths.js';
+import { invalEntryMessage, invalInodeMessage, type FuseDevice } from '../../native/fuse.js';
+
+/** A change this mount made is its own for this long after its call settles (the remote face's events come later). */
+export const OWN_WINDOW_MS = 2000;
+/** Notifications queued for the worker beyond which new ones are dropped (the caches then time out). */
+export const MAX_PENDING = 10_000;
+
+/** The paths this mount is changing or changed within {@link OWN_WINDOW_MS}: their change events are its own. */
+export class OwnChanges {
+  readonly #until = new Map<string, number>();
+  readonly #now: () => number;
+  /** Size at which expired marks are next swept out (doubles with what stays, so sweeps stay linear). */
+  #sweepAt = MAX_PENDING;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  /** Mark `paths` while `work` runs and for {@link OWN_WINDOW_MS} after it settles. */
+  async during<T>(paths: string[], work: () => Promise<T>): Promise<T> {
+    this.#mark(paths, Infinity);
+    try {
+      return await work();
+    } finally {
+      this.#mark(paths, this.#now() + OWN_WINDOW_MS);
+    }
+  }
+
+  isOwn(path: string): boolean {
+    const until = this.#until.get(path);
+    if (until === undefined) return false;
+    if (until >= this.#now()) return true;
+    this.#until.delete(path);
+    return false;
+  }
+
+  #mark(paths: string[], until: number): void {
+    if (this.#until.size >= this.#sweepAt) this.#sweep();
+    for (const p of paths) this.#until.set(p, until);
+  }
+
+  #sweep(): void {
+    const now = this.#now();
+    for (const [p, until] of this.#until) if (until < now) this.#until.delete(p);
+    this.#sweepAt = Math.max(MAX_PENDING, this.#until.size * 2);
+  }
+
+  /** Paths marked (tests). */
+  get size(): number {
+    return this.#until.size;
+  }
+}
+
+/** One notification: the node id of `path` is written into `message` (at the same offset for both kinds). */
+export interface Notification {
+  path: string;
+  message: Buffer;
+}
+
+/** Offset of the node id (fuse_notify_inval_inode_out.ino, fuse_notify_inval_entry_out.parent). */
+const NODE_ID_OFFSET = 16;
+
+/**
+ * What the kernel must forget after another face's change, in the order to send it. The node id of
+ * each path is read through the mount, which makes the kernel look up a path it does not hold, so
+ * nothing is asked about a path the kernel cannot hold: a file's first version (it is new), or a
+ * rename's target (its pages are the renamed file's, unchanged; a file it replaced stays as it was
+ * for whoever has it open, as POSIX says).
+ */
+export function notificationsFor(event: ChangeEvent): Notification[] {
+  const out: Notification[] = [];
+  const content = (path: string) => out.push({ path, message: invalInodeMessage(0, false) });
+  const name = (path: string) => {
+    if (path === '/') return;
+    const parent = parentOf(path);
+    out.push({ path: parent, message: invalEntryMessage(0, baseName(path)) });
+    out.push({ path: parent, message: invalInodeMessage(0, true) });
+  };
+  // The file itself first, while its name still leads to the inode the kernel has.
+  if (event.type === 'write' && event.version !== 1) content(event.path);
+  // A name created, removed, or now naming something else (a symlink replaced by a file).
+  name(event.path);
+  if (event.type === 'rename' && event.new_path !== undefined) name(event.new_path);
+  return out;
+}
+
+/** The worker (CommonJS, evaluated like the hasher's: the same from src/ under tsx and from dist/). */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { lstatSync, fstatSync, writeSync } = require('node:fs');
+const { dir, fd, rdev, offset } = workerData;
+let gone = false;
+parentPort.on('message', (batch) => {
+  let error;
+  for (const { path, message } of batch) {
+    if (gone) break;
+    let id;
+    try {
+      id = lstatSync(path === '/' ? dir : dir + path).ino;
+    } catch {
+      continue; // not there (any more): nothing of it to forget
+    }
+    const msg = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
+    msg.writeBigUInt64LE(BigInt(id), offset);
+    try {
+      const st = fstatSync(fd);
+      if (!st.isCharacterDevice() || st.rdev !== rdev) { gone = true; break; }
+      writeSync(fd, msg);
+    } catch (err) {
+      // ENOENT: the kernel holds nothing for that node id.
+      if (err.code === 'ENOENT') continue;
+      if (err.code === 'EBADF' || err.code === 'ENODEV' || err.code === 'ENOTCONN') { gone = true; break; }
+      error = String(err.message || err);
+    }
+  }
+  parentPort.postMessage({ done: batch.length, gone, error });
+});
+`;
+
+/** Sends the kernel the notifications for other faces' changes; see the module note. */
+export class KernelCache {
+  readonly #dir: string;
+  readonly #device: FuseDevice;
+  readonly #log: Logger;
+  #worker: Worker | undefined;
+  #pending = 0;
+  #stopped = false;
+  #warned = false;
+  readonly #idle: (() => void)[] = [];
+
+  constructor(dir: string, device: FuseDevice, log: Logger) {
+    this.#dir = dir;
+    this.#device = device;
+    this.#log = log;
+  }
+
+  /** Another face changed something: tell the kernel (in the background). */
+  changed(event: ChangeEvent): void {
+    if (this.#stopped) return;
+    const batch = notificationsFor(event);
+    if (batch.length === 0) return;
+    if (this.#pending + batch.length > MAX_PENDING) {
+      this.#warnOnce('kernel cache notifications are behind; the caches time out instead');
+      return;
+    }
+    const worker = this.#start();
+    if (!worker) return;
+    this.#pending += batch.length;
+    if (this.#pending === batch.length) worker.ref();
+    worker.postMessage(batch);
+  }
+
+  /** Resolves once every notification sent so far was written (tests). */
+  idle(): Promise<void> {
+    if (this.#pending === 0 || !this.#worker) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  /** Stop: what is queued is dropped, the notification being written finishes first. Call before unmounting. */
+  async close(): Promise<void> {
+    this.#stopped = true;
+    const worker = this.#worker;
+    this.#worker = undefined;
+    this.#settle();
+    if (worker) await worker.terminate();
+  }
+
+  #start(): Worker | undefined {
+    if (this.#worker) return this.#worker;
+    try {
+      const worker = new Worker(WORKER_SOURCE, {
+        eval: true,
+        workerData: { dir: this.#dir, fd: this.#device.fd, rdev: this.#device.rdev, offset: NODE_ID_OFFSET },
+      });
+      worker.unref();
+      worker.on('message', (r: { done: number; gone: boolean; error?: string }) => {
+        this.#pending = Math.max(0, this.#pending - r.done);
+        if (r.error) this.#warnOnce(`a kernel cache notification failed: ${r.error}`);
+        if (r.gone) {
+          this.#log.debug({ dir: this.#dir }, 'the mount\'s FUSE connection is gone; no more kernel cache notifications');
+          void this.close();
+          return;
+        }
+        if (this.#pending === 0) {
+          worker.unref();
+          this.#settle();
+        }
+      });
+      worker.on('error', (err) => {
+        this.#log.warn({ err, dir: this.#dir }, 'the kernel cache notifier stopped; changes from other faces show when the caches time out');
+        void this.close();
+      });
+      this.#worker = worker;
+      return worker;
+    } catch (err) {
+      this.#log.warn({ err, dir: this.#dir }, 'cannot start the kernel cache notifier; changes from other faces show when the caches time out');
+      this.#stopped = true;
+      return undefined;
+    }
+  }
+
+  #settle(): void {
+    for (const resolve of this.#idle.splice(0)) resolve();
+  }
+
+  #warnOnce(message: string): void {
+    if (this.#warned) return;
+    this.#warned = true;
+    this.#log.warn({ dir: this.#dir }, message);
+  }
+}

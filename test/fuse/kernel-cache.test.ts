@@ -1,0 +1,133 @@
+/**
+ * @module test/fuse/kernel-cache
+ * In process (no kernel): which notifications another face's change turns into and how they are
+ * encoded (linux/fuse.h), which changes count as the mount's own (those are never sent: the kernel
+ * saw them happen), and that the own-change marks stay bounded. The notifications reaching the
+ * kernel are tested through a real mount in test/fuse/cross-face.test.ts.
+ */
+import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import type { ChangeEvent } from '../../src/core/events.js';
+import { EventBus } from '../../src/core/events.js';
+import { FsService } from '../../src/fs/service.js';
+import { LmdbStore } from '../../src/store/lmdb/index.js';
+import { LocalBackend } from '../../src/transports/fuse/local.js';
+import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
+import { MAX_PENDING, OWN_WINDOW_MS, OwnChanges, notificationsFor } from '../../src/transports/fuse/kernel-cache.js';
+import { call } from '../helpers/fuse-ops.js';
+
+const at = new Date(0).toISOString();
+
+/** A notification as the kernel reads it: [code, path whose node id goes in, name for an entry, attributes only]. */
+function decode(t: Test, n: { path: string; message: Buffer }): [string, string, string?, boolean?] {
+  const m = n.message;
+  t.equal(m.readUInt32LE(0), m.length, 'the header carries the message length');
+  t.equal(m.readBigUInt64LE(8), 0n, 'unique 0: a notification, not a reply');
+  const code = m.readInt32LE(4);
+  if (code === 2) {
+    t.equal(m.length, 40);
+    t.equal(m.readBigInt64LE(32), 0n, 'to the end of the file');
+    return ['inode', n.path, undefined, m.readBigInt64LE(24) === -1n];
+  }
+  t.equal(code, 3, 'FUSE_NOTIFY_INVAL_ENTRY');
+  const len = m.readUInt32LE(24);
+  t.equal(m.length, 32 + len + 1, 'name and its NUL');
+  t.equal(m[32 + len], 0);
+  return ['entry', n.path, m.subarray(32, 32 + len).toString()];
+}
+
+t.test('each kind of change tells the kernel what it must forget, a rewritten file itself first', async (t) => {
+  const decoded = (event: ChangeEvent) => notificationsFor(event).map((n) => decode(t, n));
+  t.same(decoded({ type: 'write', path: '/docs/a.md', version: 3, at }), [
+    ['inode', '/docs/a.md', undefined, false], // attributes and pages
+    ['entry', '/docs', 'a.md'],
+    ['inode', '/docs', undefined, true], // the directory's attributes only
+  ]);
+  t.same(decoded({ type: 'write', path: '/docs/new.md', version: 1, at }), [
+    ['entry', '/docs', 'new.md'], ['inode', '/docs', undefined, true],
+  ], 'a new file: nothing of its own to forget (the kernel is not made to look it up)');
+  t.same(decoded({ type: 'delete', path: '/top.txt', at }), [['entry', '/', 'top.txt'], ['inode', '/', undefined, true]]);
+  t.same(decoded({ type: 'mkdir', path: '/d/e', at }), [['entry', '/d', 'e'], ['inode', '/d', undefined, true]]);
+  t.same(decoded({ type: 'rmdir', path: '/d/e', at }), [['entry', '/d', 'e'], ['inode', '/d', undefined, true]]);
+  t.same(decoded({ type: 'rename', path: '/a/x', new_path: '/b/ü y', at }), [
+    ['entry', '/a', 'x'], ['inode', '/a', undefined, true],
+    ['entry', '/b', 'ü y'], ['inode', '/b', undefined, true],
+  ], 'both names (UTF-8 bytes counted)');
+  t.same(decoded({ type: 'delete', path: '/', at }), [], 'the root has no entry to forget');
+});
+
+t.test('a path is the mount\'s own while its change runs and for a while after', async (t) => {
+  let now = 1000;
+  const own = new OwnChanges(() => now);
+  let release!: () => void;
+  const running = own.during(['/a', '/b'], () => new Promise<void>((r) => (release = r)));
+  now += 10 * OWN_WINDOW_MS;
+  t.ok(own.isOwn('/a') && own.isOwn('/b'), 'however long the change takes');
+  t.notOk(own.isOwn('/c'));
+  release();
+  await running;
+  now += OWN_WINDOW_MS;
+  t.ok(own.isOwn('/a'), 'still within the window after it settled');
+  now += 1;
+  t.notOk(own.isOwn('/a'), 'then no longer');
+  await t.rejects(own.during(['/f'], () => Promise.reject(new Error('refused'))), /refused/, 'a failure is passed on');
+  t.ok(own.isOwn('/f'), 'and marks the path as well (it may have changed part-way)');
+});
+
+t.test('own-change marks stay bounded however many paths a tool changes', async (t) => {
+  let now = 0;
+  const own = new OwnChanges(() => now);
+  for (let i = 0; i < 5 * MAX_PENDING; i++) {
+    now += 1; // OWN_WINDOW_MS apart, every mark but the last ~2,000 has expired
+    await own.during([`/f${i}`], async () => undefined);
+  }
+  t.ok(own.size <= MAX_PENDING, `${own.size} marks kept`);
+  t.ok(own.isOwn(`/f${5 * MAX_PENDING - 1}`), 'the recent ones are kept');
+});
+
+t.test('the mount reports other faces\' changes and never its own', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-kc-'));
+  const lmdb = new LmdbStore(dir);
+  const events = new EventBus();
+  const fs = new FsService({ store: lmdb, blobs: lmdb.blobs, events });
+  const backend = new LocalBackend({ fs, events, dataDir: dir });
+  const external: ChangeEvent[] = [];
+  const fuse = new FuseFileSystem({
+    backend, log: pino({ level: 'silent' }), uid: process.getuid!(), gid: process.getgid!(),
+    onExternalChange: (e) => external.push(e),
+  });
+  t.teardown(async () => {
+    await fuse.close();
+    await lmdb.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const ops = fuse.operations();
+  const seen: ChangeEvent[] = [];
+  events.subscribe((e) => seen.push(e));
+
+  // Through the mount: create and write (journaled: its event comes with the batch), mkdir, rename, chmod, unlink, rmdir.
+  const [c, fd] = await call<number>(ops.create, '/m.txt', 0o100644);
+  t.equal(c, 0);
+  await new Promise<void>((resolve) => ops.write('/m.txt', fd!, Buffer.from('hi'), 2, 0, () => resolve()));
+  t.same(await call(ops.release, '/m.txt', fd), [0, undefined]);
+  t.same(await call(ops.mkdir, '/d', 0o755), [0, undefined]);
+  t.same(await call(ops.rename, '/m.txt', '/d/m.txt'), [0, undefined]);
+  t.same(await call(ops.chmod, '/d/m.txt', 0o600), [0, undefined]);
+  t.same(await call(ops.unlink, '/d/m.txt'), [0, undefined]);
+  t.same(await call(ops.rmdir, '/d'), [0, undefined]);
+  await backend.drain();
+  t.ok(seen.length >= 5, `the mount's changes were published (${seen.length} events)`);
+  t.same(external, [], 'none of them is reported as another face\'s');
+
+  // Through the service directly (what RPC, WebSocket and other mounts do).
+  await fs.write('/rpc.txt', Buffer.from('x'));
+  await fs.mkdir('/rd');
+  await fs.rename('/rpc.txt', '/rd/rpc.txt');
+  await fs.delete('/rd/rpc.txt');
+  t.same(external.map((e) => [e.type, e.path, e.new_path]), [
+    ['write', '/rpc.txt', undefined], ['mkdir', '/rd', undefined], ['rename', '/rpc.txt', '/rd/rpc.txt'], ['delete', '/rd/rpc.txt', undefined],
+  ], 'every change made elsewhere is');
+});
