@@ -16,7 +16,7 @@ import { FsService } from '../../src/fs/service.js';
 import { LmdbStore } from '../../src/store/lmdb/index.js';
 import { LocalBackend } from '../../src/transports/fuse/local.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
-import { MAX_PENDING, OWN_WINDOW_MS, OwnChanges, notificationsFor } from '../../src/transports/fuse/kernel-cache.js';
+import { OWN_SWEEP_AT, OWN_WINDOW_MS, OwnChanges, notificationsFor } from '../../src/transports/fuse/kernel-cache.js';
 import { call } from '../helpers/fuse-ops.js';
 
 const at = new Date(0).toISOString();
@@ -80,12 +80,12 @@ t.test('a path is the mount\'s own while its change runs and for a while after',
 t.test('own-change marks stay bounded however many paths a tool changes', async (t) => {
   let now = 0;
   const own = new OwnChanges(() => now);
-  for (let i = 0; i < 5 * MAX_PENDING; i++) {
+  for (let i = 0; i < 5 * OWN_SWEEP_AT; i++) {
     now += 1; // OWN_WINDOW_MS apart, every mark but the last ~2,000 has expired
     await own.during([`/f${i}`], async () => undefined);
   }
-  t.ok(own.size <= MAX_PENDING, `${own.size} marks kept`);
-  t.ok(own.isOwn(`/f${5 * MAX_PENDING - 1}`), 'the recent ones are kept');
+  t.ok(own.size <= OWN_SWEEP_AT, `${own.size} marks kept`);
+  t.ok(own.isOwn(`/f${5 * OWN_SWEEP_AT - 1}`), 'the recent ones are kept');
 });
 
 t.test('the mount reports other faces\' changes and never its own', async (t) => {

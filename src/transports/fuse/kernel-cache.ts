@@ -30,13 +30,15 @@ import { invalEntryMessage, invalInodeMessage, type FuseDevice } from '../../nat
 export const OWN_WINDOW_MS = 2000;
 /** Notifications queued for the worker beyond which new ones are dropped (the caches then time out). */
 export const MAX_PENDING = 10_000;
+/** Own-change marks kept before expired ones are swept out. */
+export const OWN_SWEEP_AT = 10_000;
 
 /** The paths this mount is changing or changed within {@link OWN_WINDOW_MS}: their change events are its own. */
 export class OwnChanges {
   readonly #until = new Map<string, number>();
   readonly #now: () => number;
   /** Size at which expired marks are next swept out (doubles with what stays, so sweeps stay linear). */
-  #sweepAt = MAX_PENDING;
+  #sweepAt = OWN_SWEEP_AT;
 
   constructor(now: () => number = Date.now) {
     this.#now = now;
@@ -68,7 +70,7 @@ export class OwnChanges {
   #sweep(): void {
     const now = this.#now();
     for (const [p, until] of this.#until) if (until < now) this.#until.delete(p);
-    this.#sweepAt = Math.max(MAX_PENDING, this.#until.size * 2);
+    this.#sweepAt = Math.max(OWN_SWEEP_AT, this.#until.size * 2);
   }
 
   /** Paths marked (tests). */
@@ -149,10 +151,10 @@ export class KernelCache {
   readonly #device: FuseDevice;
   readonly #log: Logger;
   #worker: Worker | undefined;
+  /** Notifications posted to the worker and not yet reported done. */
   #pending = 0;
   #stopped = false;
   #warned = false;
-  readonly #idle: (() => void)[] = [];
 
   constructor(dir: string, device: FuseDevice, log: Logger) {
     this.#dir = dir;
@@ -172,14 +174,7 @@ export class KernelCache {
     const worker = this.#start();
     if (!worker) return;
     this.#pending += batch.length;
-    if (this.#pending === batch.length) worker.ref();
     worker.postMessage(batch);
-  }
-
-  /** Resolves once every notification sent so far was written (tests). */
-  idle(): Promise<void> {
-    if (this.#pending === 0 || !this.#worker) return Promise.resolve();
-    return new Promise((resolve) => this.#idle.push(resolve));
   }
 
   /** Stop: what is queued is dropped, the notification being written finishes first. Call before unmounting. */
@@ -187,7 +182,6 @@ export class KernelCache {
     this.#stopped = true;
     const worker = this.#worker;
     this.#worker = undefined;
-    this.#settle();
     if (worker) await worker.terminate();
   }
 
@@ -198,23 +192,23 @@ export class KernelCache {
         eval: true,
         workerData: { dir: this.#dir, fd: this.#device.fd, rdev: this.#device.rdev, offset: NODE_ID_OFFSET },
       });
-      worker.unref();
+      worker.unref(); // never what keeps the process alive
       worker.on('message', (r: { done: number; gone: boolean; error?: string }) => {
         this.#pending = Math.max(0, this.#pending - r.done);
         if (r.error) this.#warnOnce(`a kernel cache notification failed: ${r.error}`);
         if (r.gone) {
           this.#log.debug({ dir: this.#dir }, 'the mount\'s FUSE connection is gone; no more kernel cache notifications');
           void this.close();
-          return;
-        }
-        if (this.#pending === 0) {
-          worker.unref();
-          this.#settle();
         }
       });
       worker.on('error', (err) => {
         this.#log.warn({ err, dir: this.#dir }, 'the kernel cache notifier stopped; changes from other faces show when the caches time out');
         void this.close();
+      });
+      worker.on('exit', () => {
+        if (this.#worker !== worker) return; // closed
+        this.#worker = undefined;
+        this.#stopped = true;
       });
       this.#worker = worker;
       return worker;
@@ -223,10 +217,6 @@ export class KernelCache {
       this.#stopped = true;
       return undefined;
     }
-  }
-
-  #settle(): void {
-    for (const resolve of this.#idle.splice(0)) resolve();
   }
 
   #warnOnce(message: string): void {

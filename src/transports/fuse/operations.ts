@@ -99,15 +99,22 @@ const CHANGES: Partial<Record<keyof FuseBackend, (args: unknown[]) => string[]>>
 
 /** `backend` with every change it is asked for recorded in `own` (its events are then this mount's). */
 function recordingOwnChanges(backend: FuseBackend, own: OwnChanges): FuseBackend {
+  // One wrapper per method, made on first use (every request calls the backend).
+  const wrappers = new Map<PropertyKey, unknown>();
   return new Proxy(backend, {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop, target);
       if (typeof value !== 'function') return value;
-      const changes = CHANGES[prop as keyof FuseBackend];
-      const method = value as (...args: unknown[]) => Promise<unknown>;
-      return changes
-        ? (...args: unknown[]) => own.during(changes(args), () => method.apply(target, args))
-        : method.bind(target);
+      let wrapper = wrappers.get(prop);
+      if (!wrapper) {
+        const changes = CHANGES[prop as keyof FuseBackend];
+        const method = value as (...args: unknown[]) => Promise<unknown>;
+        wrapper = changes
+          ? (...args: unknown[]) => own.during(changes(args), () => method.apply(target, args))
+          : method.bind(target);
+        wrappers.set(prop, wrapper);
+      }
+      return wrapper;
     },
   });
 }
