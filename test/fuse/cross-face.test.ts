@@ -8,7 +8,7 @@
  */
 import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
-import { mkdir, open } from 'node:fs/promises';
+import { mkdir, open, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { eventually, fuseSkipReason, sh, shOk, startMountedDaemon, startRemoteMount, tempDir } from './harness.js';
@@ -39,6 +39,51 @@ t.test('the mount and RPC see one file tree', { skip }, async (t) => {
 
   t.test('a program keeping a file open reads another face\'s change without reopening it', async (t) => {
     await keptOpenSeesChanges(t, d, m, '/kept.txt');
+  });
+
+  t.test('rewrites by RPC while the mount reads, stats and writes beside them: nothing stalls, the last one is read', async (t) => {
+    // The notifications wait for requests in flight on the same inode and directory; the mount
+    // must keep answering them (a stall here would hang the mount beyond kill -9).
+    const version = (i: number) => {
+      const data = Buffer.alloc(300_000, i % 251); // a large file: committed at close, not queued
+      data.write(`v${String(i).padStart(3, '0')}`);
+      return data;
+    };
+    await d.rpc('write', { path: '/busy/hot.bin', content: bytes(version(0)) });
+    const handle = await open(`${m}/busy/hot.bin`, 'r');
+    let stop = false;
+    let reads = 0;
+    let stats = 0;
+    let own = 0;
+    const buf = Buffer.alloc(300_000);
+    const loops = [
+      (async () => { while (!stop) { await handle.read(buf, 0, buf.length, 0); reads++; } })(),
+      (async () => {
+        while (!stop) {
+          await stat(`${m}/busy/hot.bin`);
+          await readFile(`${m}/busy/hot.bin`);
+          stats++;
+        }
+      })(),
+      (async () => { while (!stop) await writeFile(`${m}/busy/own${own++ % 10}.txt`, `own ${own}`); })(),
+    ];
+    try {
+      for (let i = 1; i <= 100; i++) {
+        await d.rpc('write', { path: '/busy/hot.bin', content: bytes(version(i)) });
+        if (i % 20 === 0) await d.rpc('write', { path: `/busy/new${i}.txt`, content: bytes('n') });
+      }
+      const head = Buffer.alloc(4);
+      t.ok(await eventually(async () => {
+        await handle.read(head, 0, 4, 0);
+        return head.toString() === 'v100';
+      }, 3000, 10), 'the open descriptor reads the last version');
+    } finally {
+      stop = true;
+      await Promise.all(loops);
+      await handle.close();
+    }
+    t.ok(reads > 0 && stats > 0 && own > 0, `reads ${reads}, stat and cat ${stats}, own writes ${own} meanwhile`);
+    t.equal((await shOk(`ls '${m}/busy' | grep -c new`)).trim(), '5', 'names created by RPC are listed');
   });
 
   t.test('a file written in the mount is read by RPC with the same etag and one version per close', async (t) => {
