@@ -12,7 +12,8 @@
  * from memory here (stat, list, content: the overlay), with the version it will get (a queued
  * removal: absent); every other change (rename, mkdir, rmdir, attributes, a large commit) first waits for the queue to
  * drain (the barrier), so changes reach the store in the order the mount made them, and sync()
- * waits for the queue and then the flush.
+ * waits for the queue and then the flush. Paths the `direct` predicate names (inside a storage
+ * mount, whose host directory a commit hook writes) are never queued.
  *
  * A batch the store cannot commit (a full disk) loses nothing: its closes were answered, so they
  * stay queued and served, and the batch is tried again after {@link RETRY_MS} (doubling up to
