@@ -85,6 +85,25 @@ t.test('mount lifecycle', { skip }, async (t) => {
   });
 });
 
+t.test('a mount point another server still answers on is refused, and that mount keeps working', { skip }, async (t) => {
+  const a = await startMountedDaemon(t);
+  await shOk(`echo from-a > '${a.mnt}/a.txt'`);
+  const base = tempDir('svc-fuse-second-');
+  const second = new MountProcess(['serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(base, 'data'), '--mount', a.mnt, '--log-level', 'warn'], a.mnt);
+  // Not cleanup(): that would detach the mount point, which is the first daemon's.
+  t.teardown(async () => {
+    await second.stop().catch(() => undefined);
+    await rm(base, { recursive: true, force: true });
+  });
+  await t.rejects(second.start(), /exited with 1 before mounting/);
+  t.match(second.output(), /already mounted and its server answers/, 'says why');
+  t.equal(await shOk(`cat '${a.mnt}/a.txt'`), 'from-a\n', 'the first daemon still serves its mount');
+  const remote = new MountProcess(['mount', a.mnt, '--remote-url', a.url, '--log-level', 'warn'], a.mnt);
+  t.teardown(() => remote.stop().catch(() => undefined));
+  await t.rejects(remote.start(), /exited with 1 before mounting/, 'svc mount refuses it too');
+  t.equal(await shOk(`cat '${a.mnt}/a.txt'`), 'from-a\n');
+});
+
 t.test('a remote mount acts with its API key; a wrong key is refused at start', { skip }, async (t) => {
   const d = await startMountedDaemon(t, { extraArgs: ['--api-key', 'sekret-key-1'] });
   await shOk(`echo guarded > '${d.mnt}/g.txt'`);

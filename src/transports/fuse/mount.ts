@@ -2,14 +2,17 @@
  * @module transports/fuse/mount
  * One FUSE mount's lifecycle, shared by `svc serve --mount` (in-process backend) and `svc mount`
  * (remote backend): the mount point is created if missing, a stale mount left by a crash is
- * detached first, and stop() unmounts, then commits what open files still hold. A mount detached
- * from outside (`svc unmount DIR`, `fusermount -u`) is noticed within {@link DETACH_POLL_MS}: the
- * mount stops as on stop() and `onDetached` is called (`svc mount` exits then).
+ * detached first (a live one, whose server still answers, is refused), and stop() unmounts, then
+ * commits what open files still hold. A mount detached from outside (`svc unmount DIR`,
+ * `fusermount -u`) is noticed within {@link DETACH_POLL_MS}: the mount stops as on stop() and
+ * `onDetached` is called (`svc mount` exits then).
  *
  * The daemon never makes a synchronous fs call on its own mount (that deadlocks the process beyond
- * kill -9): whether the point is mounted is read from /proc/self/mountinfo, never by stat-ing it.
+ * kill -9): whether the point is mounted is read from /proc/self/mountinfo, never by stat-ing it;
+ * only a mount found there before this one is made is stat-ed, asynchronously, to tell whether it
+ * is live.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Logger } from '../../core/log.js';
 import { forceUnmount, fuseSupport, FuseUnavailableError, NativeMount } from '../../native/fuse.js';
@@ -25,6 +28,8 @@ import { KernelCache } from './kernel-cache.js';
 export const KERNEL_CACHE_SECONDS = 0.5;
 /** How often the mount table is read to notice an unmount made from outside. */
 export const DETACH_POLL_MS = 1000;
+/** How long a file system already mounted at the mount point has to answer before it counts as stale. */
+export const LIVE_PROBE_MS = 2000;
 
 export interface FuseMountOptions {
   dir: string;
@@ -39,6 +44,25 @@ export interface FuseMountOptions {
 /** `/proc/self/mountinfo` escapes space, tab, newline and backslash as octal. */
 function unescapeMountPath(s: string): string {
   return s.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8)));
+}
+
+/**
+ * Whether the file system mounted at `dir` answers. A mount left by a crashed server answers
+ * "Transport endpoint is not connected" at once; one that does not answer within
+ * {@link LIVE_PROBE_MS} (a hung server) counts as stale too. Never call it on this process's own
+ * mount: the stat runs on libuv's pool, but the answer would have to come from this process.
+ */
+export async function isLiveMount(dir: string): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), LIVE_PROBE_MS);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([stat(dir).then(() => true, () => false), hung]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Whether something is mounted at `dir` (read from the mount table, without touching `dir`). */
@@ -82,6 +106,10 @@ export class FuseMount {
     const support = fuseSupport();
     if (!support.available) throw new FuseUnavailableError(support.reason);
     if (await isMountPoint(this.dir)) {
+      // Another svc (or any FUSE server) still serving there is not a crash's leftover: never detach it.
+      if (await isLiveMount(this.dir)) {
+        throw new Error(`${this.dir} is already mounted and its server answers (another svc serve --mount or svc mount?): unmount it first (svc unmount ${this.dir})`);
+      }
       log.warn({ dir: this.dir }, 'clearing a stale mount left at the mount point');
       await forceUnmount(this.dir);
     }
