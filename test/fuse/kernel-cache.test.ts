@@ -81,7 +81,7 @@ t.test('own-change marks stay bounded however many paths a tool changes', async 
   let now = 0;
   const own = new OwnChanges(() => now);
   for (let i = 0; i < 5 * OWN_SWEEP_AT; i++) {
-    now += 1; // OWN_WINDOW_MS apart, every mark but the last ~2,000 has expired
+    now += 1; // 1 ms apart: every mark but the last OWN_WINDOW_MS (2,000) has expired
     await own.during([`/f${i}`], async () => undefined);
   }
   t.ok(own.size <= OWN_SWEEP_AT, `${own.size} marks kept`);
