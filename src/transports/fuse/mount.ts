@@ -29,7 +29,7 @@ export const KERNEL_CACHE_SECONDS = 0.5;
 /** How often the mount table is read to notice an unmount made from outside. */
 export const DETACH_POLL_MS = 1000;
 /** How long a file system already mounted at the mount point has to answer before it counts as stale. */
-export const LIVE_PROBE_MS = 2000;
+const LIVE_PROBE_MS = 2000;
 
 export interface FuseMountOptions {
   dir: string;
@@ -52,7 +52,7 @@ function unescapeMountPath(s: string): string {
  * {@link LIVE_PROBE_MS} (a hung server) counts as stale too. Never call it on this process's own
  * mount: the stat runs on libuv's pool, but the answer would have to come from this process.
  */
-export async function isLiveMount(dir: string): Promise<boolean> {
+async function isLiveMount(dir: string): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const hung = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), LIVE_PROBE_MS);
