@@ -12,6 +12,10 @@
  * under the hidden name (never stored, so other faces never see it) and deletes the stored file a
  * moment later, unless a rename onto the same path follows at once (rename over an open file):
  * then the stored file is replaced and keeps its history.
+ *
+ * Change events another face caused go to `onExternalChange` (the mount's kernel cache notifier,
+ * transports/fuse/kernel-cache); the mount's own are told apart by the paths its backend calls
+ * are changing or changed moments ago ({@link OwnChanges}).
  */
 import type { Logger } from '../../core/log.js';
 import type { ChangeEvent } from '../../core/events.js';
