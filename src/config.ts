@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { homedir, platform } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { AUTH_TYPES } from './auth/types.js';
 import { readAuthConfigFile } from './auth/config-file.js';
 
@@ -136,6 +136,13 @@ export function loadConfig(flags: ConfigInput = {}, env: NodeJS.ProcessEnv = pro
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new Error(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
+  }
+  const { mount, dataDir } = parsed.data;
+  if (mount !== undefined) {
+    const data = resolve(dataDir);
+    if (data === mount || data.startsWith(mount.endsWith(sep) ? mount : mount + sep)) {
+      throw new Error(`invalid configuration: mount: the data directory ${data} is inside the mount point ${mount}; the mount would hide it from the daemon itself: mount somewhere else`);
+    }
   }
   if (parsed.data.authConfig) deepFreeze(parsed.data.authConfig);
   return Object.freeze(parsed.data);

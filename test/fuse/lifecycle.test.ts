@@ -104,6 +104,23 @@ t.test('a mount point another server still answers on is refused, and that mount
   t.equal(await shOk(`cat '${a.mnt}/a.txt'`), 'from-a\n');
 });
 
+t.test('a mount point that holds files is refused, saying why, and is left as it was', { skip }, async (t) => {
+  const base = tempDir('svc-fuse-nonempty-');
+  const mnt = join(base, 'mnt');
+  t.teardown(() => rm(base, { recursive: true, force: true }));
+  await shOk(`mkdir -p '${mnt}' && echo mine > '${mnt}/keep.txt'`);
+  const daemon = new MountProcess(['serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(base, 'data'), '--mount', mnt, '--log-level', 'warn'], mnt);
+  t.teardown(() => daemon.stop().catch(() => undefined));
+  await t.rejects(daemon.start(), /exited with 1 before mounting/);
+  t.match(daemon.output(), /the directory is not empty \(1 entry, such as "keep.txt"\)/, 'says why');
+  t.notOk(isMounted(mnt), 'nothing mounted');
+  t.equal(await shOk(`cat '${mnt}/keep.txt'`), 'mine\n', 'the file is untouched');
+  const inside = new MountProcess(['serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(base, 'm2', 'data'), '--mount', join(base, 'm2'), '--log-level', 'warn'], join(base, 'm2'));
+  t.teardown(() => inside.stop().catch(() => undefined));
+  await t.rejects(inside.start(), /exited with 2 before mounting/, 'a configuration error');
+  t.match(inside.output(), /the data directory .* is inside the mount point/, 'a data directory inside the mount point is refused too');
+});
+
 t.test('a remote mount acts with its API key; a wrong key is refused at start', { skip }, async (t) => {
   const d = await startMountedDaemon(t, { extraArgs: ['--api-key', 'sekret-key-1'] });
   await shOk(`echo guarded > '${d.mnt}/g.txt'`);

@@ -1,9 +1,9 @@
 /**
  * @module transports/fuse/mount
  * One FUSE mount's lifecycle, shared by `svc serve --mount` (in-process backend) and `svc mount`
- * (remote backend): the mount point is created if missing, a stale mount left by a crash is
- * detached first (a live one, whose server still answers, is refused), and stop() unmounts, then
- * commits what open files still hold. A mount detached from outside (`svc unmount DIR`,
+ * (remote backend): the mount point is created if missing and must be empty, a stale mount left
+ * by a crash is detached first (a live one, whose server still answers, is refused), and stop()
+ * unmounts, then commits what open files still hold. A mount detached from outside (`svc unmount DIR`,
  * `fusermount -u`) is noticed within {@link DETACH_POLL_MS}: the mount stops as on stop() and
  * `onDetached` is called (`svc mount` exits then).
  *
@@ -12,7 +12,7 @@
  * only a mount found there before this one is made is stat-ed, asynchronously, to tell whether it
  * is live.
  */
-import { mkdir, readFile, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Logger } from '../../core/log.js';
 import { forceUnmount, fuseSupport, FuseUnavailableError, NativeMount } from '../../native/fuse.js';
@@ -114,6 +114,11 @@ export class FuseMount {
       await forceUnmount(this.dir);
     }
     await mkdir(this.dir, { recursive: true });
+    // libfuse 2 refuses a non-empty mount point with a bare "fuse failed"; say why instead.
+    const present = await readdir(this.dir);
+    if (present.length > 0) {
+      throw new Error(`cannot mount ${this.dir}: the directory is not empty (${present.length} entr${present.length === 1 ? 'y' : 'ies'}, such as ${JSON.stringify(present[0])}), and the mount would hide what is there: mount on an empty directory`);
+    }
     await mkdir(this.#opts.backend.spoolDir, { recursive: true, mode: 0o700 });
     const fs = new FuseFileSystem({
       backend: this.#opts.backend, log, uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0,
