@@ -77,6 +77,24 @@ t.test('a path is the mount\'s own while its change runs and for a while after',
   t.ok(own.isOwn('/f'), 'and marks the path as well (it may have changed part-way)');
 });
 
+t.test('where the mount\'s change made a version, only that version\'s write is its own', async (t) => {
+  let now = 0;
+  const own = new OwnChanges(() => now);
+  let release!: (r: { version: number }) => void;
+  const commit = own.during(['/f'], () => new Promise<{ version: number }>((r) => (release = r)), (r) => r.version);
+  t.ok(own.isOwn('/f', 7), 'while the commit runs, any version (its own is not known yet)');
+  release({ version: 3 });
+  await commit;
+  now += 10;
+  t.ok(own.isOwn('/f', 3), 'the version it made');
+  t.notOk(own.isOwn('/f', 4), 'another face\'s write moments later is not');
+  t.ok(own.isOwn('/f'), 'a change without a version (a delete, a rename) within the window still is');
+  await own.during(['/f'], async () => ({ version: 5 }), (r) => r.version);
+  t.ok(own.isOwn('/f', 3) && own.isOwn('/f', 5), 'every recent version it made');
+  now += OWN_WINDOW_MS + 1;
+  t.notOk(own.isOwn('/f', 5), 'and none once the window is over');
+});
+
 t.test('own-change marks stay bounded however many paths a tool changes', async (t) => {
   let now = 0;
   const own = new OwnChanges(() => now);
@@ -122,7 +140,17 @@ t.test('the mount reports other faces\' changes and never its own', async (t) =>
   t.ok(seen.length >= 5, `the mount's changes were published (${seen.length} events)`);
   t.same(external, [], 'none of them is reported as another face\'s');
 
-  // Through the service directly (what RPC, WebSocket and other mounts do).
+  // Through the service directly (what RPC, WebSocket and other mounts do), one of them right
+  // after the mount wrote the same file.
+  const [c2, fd2] = await call<number>(ops.create, '/both.txt', 0o100644);
+  t.equal(c2, 0);
+  await new Promise<void>((resolve) => ops.write('/both.txt', fd2!, Buffer.from('mount'), 5, 0, () => resolve()));
+  t.same(await call(ops.release, '/both.txt', fd2), [0, undefined]);
+  await backend.drain();
+  t.same(external, [], 'the mount\'s write of /both.txt is its own');
+  await fs.write('/both.txt', Buffer.from('rpc'));
+  t.same(external.map((e) => [e.type, e.path, e.version]), [['write', '/both.txt', 2]], 'another face\'s write right after it is not');
+  external.length = 0;
   await fs.write('/rpc.txt', Buffer.from('x'));
   await fs.mkdir('/rd');
   await fs.rename('/rpc.txt', '/rd/rpc.txt');

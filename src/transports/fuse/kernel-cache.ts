@@ -15,9 +15,10 @@
  * which the mount's own operations need to answer those requests.
  *
  * Changes this mount made itself are not sent: the kernel saw them happen ({@link OwnChanges}).
- * A notification that is lost (the worker is behind by {@link MAX_PENDING}, or one of the mount's
- * own changes to the same path came within {@link OWN_WINDOW_MS}) leaves the cache to time out as
- * before. Before each write the worker checks that the descriptor still is the mount's /dev/fuse
+ * A notification that is lost leaves the cache to time out as before: the worker is behind by
+ * {@link MAX_PENDING}, or another face changed a path while the mount's own change to it was under
+ * way, or (a delete, rename or directory change, which carry no version) within
+ * {@link OWN_WINDOW_MS} of it. Before each write the worker checks that the descriptor still is the mount's /dev/fuse
  * connection (libfuse closes it when the mount is detached from outside).
  */
 import { Worker } from 'node:worker_threads';
@@ -33,9 +34,17 @@ export const MAX_PENDING = 10_000;
 /** Own-change marks kept before expired ones are swept out. */
 export const OWN_SWEEP_AT = 10_000;
 
-/** The paths this mount is changing or changed within {@link OWN_WINDOW_MS}: their change events are its own. */
+/** Versions of one path this mount wrote, kept to tell its own write events from others'. */
+const OWN_VERSIONS_KEPT = 8;
+
+/**
+ * The paths this mount is changing or changed within {@link OWN_WINDOW_MS}: their change events are
+ * its own. Where the mount's change made a known version (a commit), a write event is its own only
+ * for that version: another face's write to the same path moments later is not mistaken for it.
+ */
 export class OwnChanges {
   readonly #until = new Map<string, number>();
+  readonly #versions = new Map<string, number[]>();
   readonly #now: () => number;
   /** Size at which expired marks are next swept out (doubles with what stays, so sweeps stay linear). */
   #sweepAt = OWN_SWEEP_AT;
@@ -44,22 +53,38 @@ export class OwnChanges {
     this.#now = now;
   }
 
-  /** Mark `paths` while `work` runs and for {@link OWN_WINDOW_MS} after it settles. */
-  async during<T>(paths: string[], work: () => Promise<T>): Promise<T> {
+  /**
+   * Mark `paths` while `work` runs and for {@link OWN_WINDOW_MS} after it settles; `versionOf` reads
+   * the version the work made of `paths[0]` from its result, when it made one.
+   */
+  async during<T>(paths: string[], work: () => Promise<T>, versionOf?: (result: T) => number | undefined): Promise<T> {
     this.#mark(paths, Infinity);
     try {
-      return await work();
+      const result = await work();
+      const version = versionOf?.(result);
+      if (version !== undefined) {
+        const kept = this.#versions.get(paths[0]!) ?? [];
+        kept.push(version);
+        if (kept.length > OWN_VERSIONS_KEPT) kept.shift();
+        this.#versions.set(paths[0]!, kept);
+      }
+      return result;
     } finally {
       this.#mark(paths, this.#now() + OWN_WINDOW_MS);
     }
   }
 
-  isOwn(path: string): boolean {
+  /** Whether a change to `path` (a write's `version`, if it has one) is this mount's own. */
+  isOwn(path: string, version?: number): boolean {
     const until = this.#until.get(path);
     if (until === undefined) return false;
-    if (until >= this.#now()) return true;
-    this.#until.delete(path);
-    return false;
+    if (until === Infinity) return true; // under way: its version is not known yet
+    if (until < this.#now()) {
+      this.#forget(path);
+      return false;
+    }
+    const kept = this.#versions.get(path);
+    return version === undefined || kept === undefined || kept.includes(version);
   }
 
   #mark(paths: string[], until: number): void {
@@ -67,9 +92,14 @@ export class OwnChanges {
     for (const p of paths) this.#until.set(p, until);
   }
 
+  #forget(path: string): void {
+    this.#until.delete(path);
+    this.#versions.delete(path);
+  }
+
   #sweep(): void {
     const now = this.#now();
-    for (const [p, until] of this.#until) if (until < now) this.#until.delete(p);
+    for (const [p, until] of this.#until) if (until < now) this.#forget(p);
     this.#sweepAt = Math.max(OWN_SWEEP_AT, this.#until.size * 2);
   }
 
