@@ -91,7 +91,18 @@ export interface ChangeOrigin {
    * true, as for every RPC write: answer only after the durable commit.
    */
   durable?: boolean | undefined;
+  /**
+   * The change is one a barrier ({@link FsService.addBarrier}) is waiting for, being committed now
+   * (the FUSE mount's queue): it does not wait for the barrier, which would wait for itself.
+   */
+  pastBarrier?: boolean | undefined;
 }
+
+/**
+ * Resolves once changes acknowledged elsewhere but not yet stored (the FUSE mount's queued closes)
+ * are stored; undefined when there are none. See {@link FsService.addBarrier}.
+ */
+export type Barrier = () => Promise<void> | undefined;
 
 export interface WriteOptions extends ChangeOrigin {
   ifMatch?: string | undefined;
@@ -264,6 +275,7 @@ export class FsService {
   readonly #pending: Table<number>;
   readonly #guards: MutationGuard[] = [];
   readonly #hooks: CommitHook[] = [];
+  readonly #barriers: Barrier[] = [];
   readonly #grepper: Grepper;
 
   constructor(deps: { store: MetadataStore; blobs: BlobStore; events: EventBus; grep?: GrepperOptions }) {
@@ -398,6 +410,28 @@ export class FsService {
     this.#hooks.push(hook);
   }
 
+  /**
+   * Add a barrier every change waits for before it reads or checks anything (unless its origin is
+   * {@link ChangeOrigin.pastBarrier}), so that changes already acknowledged elsewhere reach the
+   * store first: a later write does not land under an earlier queued close, and a delete finds
+   * the file that close made. Returns the function that removes it.
+   */
+  addBarrier(barrier: Barrier): () => void {
+    this.#barriers.push(barrier);
+    return () => {
+      const i = this.#barriers.indexOf(barrier);
+      if (i >= 0) this.#barriers.splice(i, 1);
+    };
+  }
+
+  async #pastBarriers(origin: ChangeOrigin): Promise<void> {
+    if (origin.pastBarrier) return;
+    for (const barrier of this.#barriers) {
+      const wait = barrier();
+      if (wait) await wait;
+    }
+  }
+
   // ---------------------------------------------------------------- reads
 
   /** The record at a normalised path, or undefined. The root is a directory that always exists. */
@@ -472,6 +506,7 @@ export class FsService {
 
   async write(path: string, content: Uint8Array, opts: WriteOptions = {}): Promise<WriteResult> {
     const p = normalizeFilePath(path);
+    await this.#pastBarriers(opts);
     const settle = this.#check(opts, 'write', [p], false);
     try {
       const etag = sha256(content);
@@ -488,6 +523,7 @@ export class FsService {
    */
   async writeChunks(path: string, pieces: readonly ContentPiece[], opts: WriteChunksOptions = {}): Promise<WriteResult> {
     const p = normalizeFilePath(path);
+    await this.#pastBarriers(opts);
     const settle = this.#check(opts, 'write', [p], false);
     try {
       const { etag, size, chunks } = hashPieces(pieces, opts.etag);
@@ -512,6 +548,7 @@ export class FsService {
     items: readonly BatchItem[],
     batch: ChangeOrigin & { mark?: { name: string; value: number } | undefined } = {},
   ): Promise<PromiseSettledResult<WriteResult | undefined>[]> {
+    await this.#pastBarriers(batch);
     type Prepared = { p: string; etag: string; size: number; chunks: StoredPiece[]; opts: WriteOptions } | { p: string; delete: true } | { error: unknown };
     const settles: (() => void)[] = [];
     const prepared: Prepared[] = [];
@@ -646,6 +683,7 @@ export class FsService {
 
   async delete(path: string, origin: ChangeOrigin = {}): Promise<void> {
     const p = normalizeFilePath(path);
+    await this.#pastBarriers(origin);
     const settle = this.#check(origin, 'delete', [p], false);
     try {
       await this.#transact(origin, () => this.#deleteFile(p));
@@ -664,6 +702,7 @@ export class FsService {
   async rename(oldPath: string, newPath: string, origin: { overwrite?: boolean | undefined } & ChangeOrigin = {}): Promise<void> {
     const from = normalizeFilePath(oldPath);
     const to = normalizeFilePath(newPath);
+    await this.#pastBarriers(origin);
     const settle = this.#check(origin, 'rename', [from, to], true);
     try {
       if (from === to) {
@@ -714,6 +753,7 @@ export class FsService {
     path: string, opts: { parents?: boolean; existOk?: boolean; attributes?: EntryAttributes | undefined } & ChangeOrigin = {},
   ): Promise<void> {
     const p = normalizePath(path);
+    await this.#pastBarriers(opts);
     const settle = p !== '/' ? this.#check(opts, 'mkdir', [p], false) : () => undefined;
     try {
       if (p === '/') {
@@ -742,6 +782,7 @@ export class FsService {
   async rmdir(path: string, opts: { recursive?: boolean } & ChangeOrigin = {}): Promise<void> {
     const p = normalizePath(path);
     if (p === '/') throw new InvalidPathError('The root directory cannot be removed', path);
+    await this.#pastBarriers(opts);
     const settle = this.#check(opts, 'rmdir', [p], true);
     try {
       await this.#transact(opts, () => {
@@ -766,6 +807,7 @@ export class FsService {
    */
   async setAttributes(path: string, changes: AttributeChanges, origin: ChangeOrigin = {}): Promise<EntryRecord> {
     const p = normalizeFilePath(path);
+    await this.#pastBarriers(origin);
     const settle = this.#check(origin, 'write', [p], false);
     try {
       return await this.#transact(origin, () => {
@@ -925,6 +967,7 @@ export class FsService {
 
   async rollback(path: string, version: number): Promise<{ success: true; version: number; etag: string }> {
     const p = normalizeFilePath(path);
+    await this.#pastBarriers({});
     const settle = this.#check({}, 'write', [p], false);
     try {
       const now = Date.now();
@@ -1019,6 +1062,7 @@ export class FsService {
     dir: string, files: ReadonlyMap<string, TreeFile>, before?: () => void,
   ): Promise<{ restored: number; deleted: number }> {
     const d = normalizePath(dir);
+    await this.#pastBarriers({});
     const settle = this.#check({}, 'write', [d], true);
     try {
       const abs = (rel: string) => (d === '/' ? '/' + rel : d + '/' + rel);

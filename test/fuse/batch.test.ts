@@ -151,6 +151,26 @@ t.test('a path whose changes must leave the store at once (a storage mount) is c
   t.notOk(mirrored.includes('write /other/b.txt'), 'and not committed yet');
 });
 
+t.test('a change made elsewhere waits for the closes the mount has answered: it lands after them', async (t) => {
+  const { fs, ops, backend, store } = await setup(t, { gatherMs: 60_000 }); // batches wait for whoever needs them
+  await writeFile(ops, '/saved.txt', 'from the mount');
+  await writeFile(ops, '/gone.txt', 'made in the mount');
+  t.equal(backend.queued, 2, 'both closes answered and queued');
+  const rewrite = await fs.write('/saved.txt', Buffer.from('from rpc'));
+  t.equal(rewrite.version, 2, 'the RPC write follows the close (version 1)');
+  t.equal(fs.read('/saved.txt').content.toString(), 'from rpc', 'and is the current content');
+  t.equal(fs0({ fs }, '/saved.txt', 1), 'from the mount');
+  await fs.delete('/gone.txt');
+  t.equal(fs.stat('/gone.txt'), undefined, 'a delete finds the file a queued close made');
+  t.equal(backend.queued, 0);
+  store.hold({ transactions: true });
+  await writeFile(ops, '/later.txt', 'queued while the store is held');
+  const waiting = fs.write('/later.txt', Buffer.from('rpc'));
+  t.notOk(await settlesSoon(waiting), 'the RPC write waits for the queued close');
+  store.release();
+  t.equal((await waiting).version, 2);
+});
+
 t.test('closes queued while a batch commits share the next transaction', async (t) => {
   const { store, fs, ops, backend } = await setup(t);
   await writeFile(ops, '/first', 'x');

@@ -41,6 +41,21 @@ t.test('the mount and RPC see one file tree', { skip }, async (t) => {
     await keptOpenSeesChanges(t, d, m, '/kept.txt');
   });
 
+  t.test('a file saved in the mount and rewritten by RPC a moment later: the open descriptor reads the rewrite', async (t) => {
+    // As when an agent reformats a file right after a person saved it: the RPC write is not the mount's own.
+    await shOk(`echo 'saved in the mount' > '${m}/saved.txt'`);
+    const handle = await open(`${m}/saved.txt`, 'r');
+    try {
+      const buf = Buffer.alloc(100);
+      const read = async () => buf.subarray(0, (await handle.read(buf, 0, buf.length, 0)).bytesRead).toString();
+      t.equal(await read(), 'saved in the mount\n');
+      await d.rpc('write', { path: '/saved.txt', content: bytes('rewritten by rpc!!\n') }); // same size
+      t.ok(await eventually(async () => (await read()) === 'rewritten by rpc!!\n', 1500, 10), 'the rewrite is read through the same descriptor');
+    } finally {
+      await handle.close();
+    }
+  });
+
   t.test('rewrites by RPC while the mount reads, stats and writes beside them: nothing stalls, the last one is read', async (t) => {
     // The notifications wait for requests in flight on the same inode and directory; the mount
     // must keep answering them (a stall here would hang the mount beyond kill -9).

@@ -77,22 +77,22 @@ t.test('a path is the mount\'s own while its change runs and for a while after',
   t.ok(own.isOwn('/f'), 'and marks the path as well (it may have changed part-way)');
 });
 
-t.test('where the mount\'s change made a version, only that version\'s write is its own', async (t) => {
+t.test('where the mount\'s change was a commit, only a write with its etag is its own', async (t) => {
   let now = 0;
   const own = new OwnChanges(() => now);
-  let release!: (r: { version: number }) => void;
-  const commit = own.during(['/f'], () => new Promise<{ version: number }>((r) => (release = r)), (r) => r.version);
-  t.ok(own.isOwn('/f', 7), 'while the commit runs, any version (its own is not known yet)');
-  release({ version: 3 });
+  let release!: (r: { etag: string }) => void;
+  const commit = own.during(['/f'], () => new Promise<{ etag: string }>((r) => (release = r)), (r) => r.etag);
+  t.ok(own.isOwn('/f', 'e7'), 'while the commit runs, any write (what it commits is not known yet)');
+  release({ etag: 'e3' });
   await commit;
   now += 10;
-  t.ok(own.isOwn('/f', 3), 'the version it made');
-  t.notOk(own.isOwn('/f', 4), 'another face\'s write moments later is not');
-  t.ok(own.isOwn('/f'), 'a change without a version (a delete, a rename) within the window still is');
-  await own.during(['/f'], async () => ({ version: 5 }), (r) => r.version);
-  t.ok(own.isOwn('/f', 3) && own.isOwn('/f', 5), 'every recent version it made');
+  t.ok(own.isOwn('/f', 'e3'), 'the etag it made');
+  t.notOk(own.isOwn('/f', 'e4'), 'another face\'s write moments later is not');
+  t.ok(own.isOwn('/f'), 'a change without an etag (a delete, a rename) within the window still is');
+  await own.during(['/f'], async () => ({ etag: 'e5' }), (r) => r.etag);
+  t.ok(own.isOwn('/f', 'e3') && own.isOwn('/f', 'e5'), 'every recent commit of it');
   now += OWN_WINDOW_MS + 1;
-  t.notOk(own.isOwn('/f', 5), 'and none once the window is over');
+  t.notOk(own.isOwn('/f', 'e5'), 'and none once the window is over');
 });
 
 t.test('own-change marks stay bounded however many paths a tool changes', async (t) => {
@@ -150,6 +150,7 @@ t.test('the mount reports other faces\' changes and never its own', async (t) =>
   t.same(external, [], 'the mount\'s write of /both.txt is its own');
   await fs.write('/both.txt', Buffer.from('rpc'));
   t.same(external.map((e) => [e.type, e.path, e.version]), [['write', '/both.txt', 2]], 'another face\'s write right after it is not');
+  external.length = 0;
   external.length = 0;
   await fs.write('/rpc.txt', Buffer.from('x'));
   await fs.mkdir('/rd');

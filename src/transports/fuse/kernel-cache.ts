@@ -17,8 +17,8 @@
  * Changes this mount made itself are not sent: the kernel saw them happen ({@link OwnChanges}).
  * A notification that is lost leaves the cache to time out as before: the worker is behind by
  * {@link MAX_PENDING}, or another face changed a path while the mount's own change to it was under
- * way, or (a delete, rename or directory change, which carry no version) within
- * {@link OWN_WINDOW_MS} of it. Before each write the worker checks that the descriptor still is the mount's /dev/fuse
+ * way, or (a delete, rename or directory change, which carry no etag) within {@link OWN_WINDOW_MS}
+ * of it. Before each write the worker checks that the descriptor still is the mount's /dev/fuse
  * connection (libfuse closes it when the mount is detached from outside).
  */
 import { Worker } from 'node:worker_threads';
@@ -34,17 +34,19 @@ export const MAX_PENDING = 10_000;
 /** Own-change marks kept before expired ones are swept out. */
 export const OWN_SWEEP_AT = 10_000;
 
-/** Versions of one path this mount wrote, kept to tell its own write events from others'. */
-const OWN_VERSIONS_KEPT = 8;
+/** Etags of one path's recent commits by this mount, kept to tell its own write events from others'. */
+const OWN_ETAGS_KEPT = 8;
 
 /**
  * The paths this mount is changing or changed within {@link OWN_WINDOW_MS}: their change events are
- * its own. Where the mount's change made a known version (a commit), a write event is its own only
- * for that version: another face's write to the same path moments later is not mistaken for it.
+ * its own. Where the mount's change was a commit, a write event is its own only with the etag that
+ * commit made: another face's write to the same path moments later is not mistaken for it. (Not
+ * the version: a queued close is answered with the version it is expected to get, and another
+ * face's write that reaches the store first takes that number.)
  */
 export class OwnChanges {
   readonly #until = new Map<string, number>();
-  readonly #versions = new Map<string, number[]>();
+  readonly #etags = new Map<string, string[]>();
   readonly #now: () => number;
   /** Size at which expired marks are next swept out (doubles with what stays, so sweeps stay linear). */
   #sweepAt = OWN_SWEEP_AT;
@@ -54,19 +56,19 @@ export class OwnChanges {
   }
 
   /**
-   * Mark `paths` while `work` runs and for {@link OWN_WINDOW_MS} after it settles; `versionOf` reads
-   * the version the work made of `paths[0]` from its result, when it made one.
+   * Mark `paths` while `work` runs and for {@link OWN_WINDOW_MS} after it settles; `etagOf` reads
+   * the etag the work gave `paths[0]` from its result, when it committed content.
    */
-  async during<T>(paths: string[], work: () => Promise<T>, versionOf?: (result: T) => number | undefined): Promise<T> {
+  async during<T>(paths: string[], work: () => Promise<T>, etagOf?: (result: T) => string | undefined): Promise<T> {
     this.#mark(paths, Infinity);
     try {
       const result = await work();
-      const version = versionOf?.(result);
-      if (version !== undefined) {
-        const kept = this.#versions.get(paths[0]!) ?? [];
-        kept.push(version);
-        if (kept.length > OWN_VERSIONS_KEPT) kept.shift();
-        this.#versions.set(paths[0]!, kept);
+      const etag = etagOf?.(result);
+      if (etag !== undefined) {
+        const kept = this.#etags.get(paths[0]!) ?? [];
+        kept.push(etag);
+        if (kept.length > OWN_ETAGS_KEPT) kept.shift();
+        this.#etags.set(paths[0]!, kept);
       }
       return result;
     } finally {
@@ -74,17 +76,17 @@ export class OwnChanges {
     }
   }
 
-  /** Whether a change to `path` (a write's `version`, if it has one) is this mount's own. */
-  isOwn(path: string, version?: number): boolean {
+  /** Whether a change to `path` (a write's `etag`, if it has one) is this mount's own. */
+  isOwn(path: string, etag?: string): boolean {
     const until = this.#until.get(path);
     if (until === undefined) return false;
-    if (until === Infinity) return true; // under way: its version is not known yet
+    if (until === Infinity) return true; // under way: what it commits is not known yet
     if (until < this.#now()) {
       this.#forget(path);
       return false;
     }
-    const kept = this.#versions.get(path);
-    return version === undefined || kept === undefined || kept.includes(version);
+    const kept = this.#etags.get(path);
+    return etag === undefined || kept === undefined || kept.includes(etag);
   }
 
   #mark(paths: string[], until: number): void {
@@ -94,7 +96,7 @@ export class OwnChanges {
 
   #forget(path: string): void {
     this.#until.delete(path);
-    this.#versions.delete(path);
+    this.#etags.delete(path);
   }
 
   #sweep(): void {

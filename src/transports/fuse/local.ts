@@ -12,8 +12,10 @@
  * from memory here (stat, list, content: the overlay), with the version it will get (a queued
  * removal: absent); every other change (rename, mkdir, rmdir, attributes, a large commit) first waits for the queue to
  * drain (the barrier), so changes reach the store in the order the mount made them, and sync()
- * waits for the queue and then the flush. Paths the `direct` predicate names (inside a storage
- * mount, whose host directory a commit hook writes) are never queued.
+ * waits for the queue and then the flush. Every change made through another face waits for the
+ * queue too (an FsService barrier), so it lands after the closes the mount has answered. Paths the
+ * `direct` predicate names (inside a storage mount, whose host directory a commit hook writes) are
+ * never queued.
  *
  * A batch the store cannot commit (a full disk) loses nothing: its closes were answered, so they
  * stay queued and served, and the batch is tried again after {@link RETRY_MS} (doubling up to
@@ -128,6 +130,7 @@ export class LocalBackend implements FuseBackend {
   #endPause: (() => void) | undefined;
   #closing = false;
   readonly #direct: (path: string) => boolean;
+  readonly #removeBarrier: () => void;
 
   /**
    * Without `journal` every commit is made directly (and answered once committed); with it, small
@@ -154,6 +157,9 @@ export class LocalBackend implements FuseBackend {
     this.#retryMs = deps.retryMs ?? RETRY_MS;
     this.#direct = deps.direct ?? (() => false);
     this.spoolDir = join(deps.dataDir, 'spool');
+    // Every other change waits for the closes this mount has answered and queued: a later write
+    // must not land under an earlier close, nor a delete miss the file that close made.
+    this.#removeBarrier = deps.journal ? deps.fs.addBarrier(() => (this.#settledSeq < this.#queuedSeq ? this.drain() : undefined)) : () => undefined;
   }
 
   async stat(path: string): Promise<NodeInfo | undefined> {
@@ -300,6 +306,9 @@ export class LocalBackend implements FuseBackend {
       this.#endPause?.();
       await this.#running;
       throw err;
+    } finally {
+      // What could not be committed stays in the journal for the next start; other faces go on.
+      this.#removeBarrier();
     }
   }
 
@@ -419,7 +428,7 @@ export class LocalBackend implements FuseBackend {
           batch.map((q) => (q.info
             ? { path: q.path, pieces: [{ data: q.data, hash: q.info.etag }], opts: { attributes: q.attributes, modified: q.modified, symlink: q.symlink || undefined } }
             : { path: q.path, delete: true as const })),
-          { ...NOT_DURABLE, mark: { name: JOURNAL_MARK, value: batch.at(-1)!.seq } },
+          { ...NOT_DURABLE, pastBarrier: true, mark: { name: JOURNAL_MARK, value: batch.at(-1)!.seq } },
         );
       } catch (err) {
         // Nothing was committed (see the module note): the batch goes back to the queue's front,

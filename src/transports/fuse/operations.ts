@@ -113,10 +113,10 @@ function recordingOwnChanges(backend: FuseBackend, own: OwnChanges): FuseBackend
       if (!wrapper) {
         const changes = CHANGES[prop as keyof FuseBackend];
         const method = value as (...args: unknown[]) => Promise<unknown>;
-        // A commit answers with the version it made (see OwnChanges).
-        const versionOf = prop === 'commit' ? (r: unknown) => (r as { version?: number } | undefined)?.version : undefined;
+        // A commit answers with the etag it made (see OwnChanges).
+        const etagOf = prop === 'commit' ? (r: unknown) => (r as { etag?: string } | undefined)?.etag : undefined;
         wrapper = changes
-          ? (...args: unknown[]) => own.during(changes(args), () => method.apply(target, args), versionOf)
+          ? (...args: unknown[]) => own.during(changes(args), () => method.apply(target, args), etagOf)
           : method.bind(target);
         wrappers.set(prop, wrapper);
       }
@@ -343,7 +343,7 @@ export class FuseFileSystem {
     let own = false;
     for (const path of [event.path, event.new_path]) {
       if (path === undefined) continue;
-      own ||= this.#own.isOwn(path, event.type === 'write' ? event.version : undefined);
+      own ||= this.#own.isOwn(path, event.type === 'write' ? event.etag : undefined);
       const file = this.#files.get(path);
       if (file && !file.changed && (event.version === undefined || event.version !== file.baseVersion)) file.stale = true;
     }
