@@ -20,7 +20,7 @@ import { LocalBackend, BATCH_MAX_BYTES } from '../../src/transports/fuse/local.j
 import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, ROTATE_BYTES, parseJournal } from '../../src/transports/fuse/journal.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import { errno, type FuseOperations } from '../../src/native/fuse.js';
-import { call } from '../helpers/fuse-ops.js';
+import { call, writeFile } from '../helpers/fuse-ops.js';
 import { eventually } from './harness.js';
 
 const log = pino({ level: 'silent' });
@@ -72,18 +72,6 @@ async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
   void p.then(() => (done = true), () => (done = true));
   for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
   return done;
-}
-
-/** create, write, flush, release: as `echo text > path`. */
-async function writeFile(ops: FuseOperations, path: string, data: string | Buffer): Promise<void> {
-  const [c, fd] = await call<number>(ops.create, path, 0o100640);
-  if (c !== 0) throw new Error(`create ${path}: ${c}`);
-  const buf = Buffer.from(data);
-  const [w] = await call(ops.write, path, fd, buf, buf.length, 0);
-  if (w < 0) throw new Error(`write ${path}: ${w}`);
-  const [f] = await call(ops.flush, path, fd);
-  const [r] = await call(ops.release, path, fd);
-  if (f !== 0 || r !== 0) throw new Error(`close ${path}: ${f} ${r}`);
 }
 
 /** open, truncate, write, flush, release: as `echo text > path` over an existing file. */

@@ -17,7 +17,7 @@ import { LmdbStore } from '../../src/store/lmdb/index.js';
 import { LocalBackend } from '../../src/transports/fuse/local.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import { OWN_SWEEP_AT, OWN_WINDOW_MS, OwnChanges, notificationsFor } from '../../src/transports/fuse/kernel-cache.js';
-import { call } from '../helpers/fuse-ops.js';
+import { call, writeFile } from '../helpers/fuse-ops.js';
 
 const at = new Date(0).toISOString();
 
@@ -126,11 +126,8 @@ t.test('the mount reports other faces\' changes and never its own', async (t) =>
   const seen: ChangeEvent[] = [];
   events.subscribe((e) => seen.push(e));
 
-  // Through the mount: create and write (journaled: its event comes with the batch), mkdir, rename, chmod, unlink, rmdir.
-  const [c, fd] = await call<number>(ops.create, '/m.txt', 0o100644);
-  t.equal(c, 0);
-  await new Promise<void>((resolve) => ops.write('/m.txt', fd!, Buffer.from('hi'), 2, 0, () => resolve()));
-  t.same(await call(ops.release, '/m.txt', fd), [0, undefined]);
+  // Through the mount: create and write, mkdir, rename, chmod, unlink, rmdir.
+  await writeFile(ops, '/m.txt', 'hi');
   t.same(await call(ops.mkdir, '/d', 0o755), [0, undefined]);
   t.same(await call(ops.rename, '/m.txt', '/d/m.txt'), [0, undefined]);
   t.same(await call(ops.chmod, '/d/m.txt', 0o600), [0, undefined]);
@@ -142,10 +139,7 @@ t.test('the mount reports other faces\' changes and never its own', async (t) =>
 
   // Through the service directly (what RPC, WebSocket and other mounts do), one of them right
   // after the mount wrote the same file.
-  const [c2, fd2] = await call<number>(ops.create, '/both.txt', 0o100644);
-  t.equal(c2, 0);
-  await new Promise<void>((resolve) => ops.write('/both.txt', fd2!, Buffer.from('mount'), 5, 0, () => resolve()));
-  t.same(await call(ops.release, '/both.txt', fd2), [0, undefined]);
+  await writeFile(ops, '/both.txt', 'mount');
   await backend.drain();
   t.same(external, [], 'the mount\'s write of /both.txt is its own');
   await fs.write('/both.txt', Buffer.from('rpc'));
