@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 import { homedir, platform } from 'node:os';
-import { join, resolve, sep } from 'node:path';
+import { join, resolve } from 'node:path';
+import { isWithin } from './core/paths.js';
 import { AUTH_TYPES } from './auth/types.js';
 import { readAuthConfigFile } from './auth/config-file.js';
 
@@ -140,7 +141,7 @@ export function loadConfig(flags: ConfigInput = {}, env: NodeJS.ProcessEnv = pro
   const { mount, dataDir } = parsed.data;
   if (mount !== undefined) {
     const data = resolve(dataDir);
-    if (data === mount || data.startsWith(mount.endsWith(sep) ? mount : mount + sep)) {
+    if (isWithin(data, mount)) {
       throw new Error(`invalid configuration: mount: the data directory ${data} is inside the mount point ${mount}; the mount would hide it from the daemon itself: mount somewhere else`);
     }
   }
