@@ -91,14 +91,14 @@ export interface FuseFileSystemOptions {
   onExternalChange?: ((event: ChangeEvent) => void) | undefined;
 }
 
-/** The backend calls that change something, and the paths each changes. */
-const CHANGES: Partial<Record<keyof FuseBackend, (args: unknown[]) => string[]>> = {
-  commit: (a) => [a[0] as string],
-  remove: (a) => [a[0] as string],
-  rename: (a) => [a[0] as string, a[1] as string],
-  mkdir: (a) => [a[0] as string],
-  rmdir: (a) => [a[0] as string],
-  setAttributes: (a) => [a[0] as string],
+/** The backend calls that change something: the paths each changes, and the etag a commit made. */
+const CHANGES: Partial<Record<keyof FuseBackend, { paths: (args: unknown[]) => string[]; etag?: (result: unknown) => string | undefined }>> = {
+  commit: { paths: (a) => [a[0] as string], etag: (r) => (r as { etag?: string } | undefined)?.etag },
+  remove: { paths: (a) => [a[0] as string] },
+  rename: { paths: (a) => [a[0] as string, a[1] as string] },
+  mkdir: { paths: (a) => [a[0] as string] },
+  rmdir: { paths: (a) => [a[0] as string] },
+  setAttributes: { paths: (a) => [a[0] as string] },
 };
 
 /** `backend` with every change it is asked for recorded in `own` (its events are then this mount's). */
@@ -111,12 +111,10 @@ function recordingOwnChanges(backend: FuseBackend, own: OwnChanges): FuseBackend
       if (typeof value !== 'function') return value;
       let wrapper = wrappers.get(prop);
       if (!wrapper) {
-        const changes = CHANGES[prop as keyof FuseBackend];
+        const change = CHANGES[prop as keyof FuseBackend];
         const method = value as (...args: unknown[]) => Promise<unknown>;
-        // A commit answers with the etag it made (see OwnChanges).
-        const etagOf = prop === 'commit' ? (r: unknown) => (r as { etag?: string } | undefined)?.etag : undefined;
-        wrapper = changes
-          ? (...args: unknown[]) => own.during(changes(args), () => method.apply(target, args), etagOf)
+        wrapper = change
+          ? (...args: unknown[]) => own.during(change.paths(args), () => method.apply(target, args), change.etag)
           : method.bind(target);
         wrappers.set(prop, wrapper);
       }
