@@ -8,7 +8,7 @@
  */
 import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
-import { mkdir, open, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { eventually, fuseSkipReason, sh, shOk, startMountedDaemon, startRemoteMount, tempDir } from './harness.js';
@@ -46,8 +46,7 @@ t.test('the mount and RPC see one file tree', { skip }, async (t) => {
     await shOk(`echo 'saved in the mount' > '${m}/saved.txt'`);
     const handle = await open(`${m}/saved.txt`, 'r');
     try {
-      const buf = Buffer.alloc(100);
-      const read = async () => buf.subarray(0, (await handle.read(buf, 0, buf.length, 0)).bytesRead).toString();
+      const read = () => readStart(handle);
       t.equal(await read(), 'saved in the mount\n');
       await d.rpc('write', { path: '/saved.txt', content: bytes('rewritten by rpc!!\n') }); // same size
       t.ok(await eventually(async () => (await read()) === 'rewritten by rpc!!\n', 1500, 10), 'the rewrite is read through the same descriptor');
@@ -87,11 +86,7 @@ t.test('the mount and RPC see one file tree', { skip }, async (t) => {
         await d.rpc('write', { path: '/busy/hot.bin', content: bytes(version(i)) });
         if (i % 20 === 0) await d.rpc('write', { path: `/busy/new${i}.txt`, content: bytes('n') });
       }
-      const head = Buffer.alloc(4);
-      t.ok(await eventually(async () => {
-        await handle.read(head, 0, 4, 0);
-        return head.toString() === 'v100';
-      }, 3000, 10), 'the open descriptor reads the last version');
+      t.ok(await eventually(async () => (await readStart(handle, 4)) === 'v100', 3000, 10), 'the open descriptor reads the last version');
     } finally {
       stop = true;
       await Promise.all(loops);
@@ -196,6 +191,13 @@ f.close()"`);
   });
 });
 
+/** The first `length` bytes read through an open descriptor, as text. */
+async function readStart(handle: FileHandle, length = 100): Promise<string> {
+  const buf = Buffer.alloc(length);
+  const { bytesRead } = await handle.read(buf, 0, length, 0);
+  return buf.subarray(0, bytesRead).toString();
+}
+
 /**
  * A file kept open in mount `mnt` (its pages in the kernel's cache) is rewritten over RPC: reads
  * through the same descriptor show the new bytes, at the same size and longer. Without the
@@ -205,11 +207,7 @@ async function keptOpenSeesChanges(t: Test, d: { rpc: (m: string, p: Record<stri
   await d.rpc('write', { path, content: bytes('first version\n') });
   const handle = await open(`${mnt}${path}`, 'r');
   try {
-    const read = async () => {
-      const buf = Buffer.alloc(100);
-      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-      return buf.subarray(0, bytesRead).toString();
-    };
+    const read = () => readStart(handle);
     t.equal(await read(), 'first version\n');
     t.equal(await read(), 'first version\n', 'read again (from the kernel\'s cache)');
     for (const next of ['other version\n', 'a third and longer version\n']) {
