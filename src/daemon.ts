@@ -159,7 +159,7 @@ export class Daemon {
     if (provider && !config.enforcePermissions) {
       log.warn('permission enforcement is off (--enforce-permissions=false): every authenticated caller may touch every file');
     }
-    const dispatcher = new Dispatcher(services.methods, log.child({ component: 'rpc' }));
+    const dispatcher = new Dispatcher(services.methods, log.child({ component: 'rpc' }), { settle: () => services.fs.settled() });
     this.#http = new HttpFace({
       host: config.host, port: config.port, maxBody: config.maxBody, dispatcher, authenticator: this.#authenticator,
       events: services.events, log: log.child({ component: 'http' }),

@@ -424,12 +424,21 @@ export class FsService {
     };
   }
 
+  /**
+   * Resolves once the changes acknowledged elsewhere but not yet committed (what the barriers wait
+   * for) are in the store; undefined at once when nothing waits. Every change awaits it itself; a
+   * request from another face (the RPC dispatcher) awaits it before it reads, so a file a program
+   * closed in the mount reads back with what the program wrote.
+   */
+  settled(): Promise<void> | undefined {
+    const waits = this.#barriers.map((barrier) => barrier()).filter((wait) => wait !== undefined);
+    return waits.length === 0 ? undefined : Promise.all(waits).then(() => undefined);
+  }
+
   async #pastBarriers(origin: ChangeOrigin): Promise<void> {
     if (origin.pastBarrier) return;
-    for (const barrier of this.#barriers) {
-      const wait = barrier();
-      if (wait) await wait;
-    }
+    const wait = this.settled();
+    if (wait) await wait;
   }
 
   // ---------------------------------------------------------------- reads

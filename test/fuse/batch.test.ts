@@ -21,6 +21,10 @@ import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, ROTATE_BYTES, parseJournal } f
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import { errno, type FuseOperations } from '../../src/native/fuse.js';
 import { call, writeFile } from '../helpers/fuse-ops.js';
+import { Dispatcher } from '../../src/transports/rpc/dispatch.js';
+import { buildTable } from '../../src/core/method.js';
+import { anonymousContext } from '../../src/core/context.js';
+import { fsMethods } from '../../src/fs/methods.js';
 import { eventually } from './harness.js';
 
 const log = pino({ level: 'silent' });
@@ -157,6 +161,49 @@ t.test('a change made elsewhere waits for the closes the mount has answered: it 
   t.notOk(await settlesSoon(waiting), 'the RPC write waits for the queued close');
   store.release();
   t.equal((await waiting).version, 2);
+});
+
+/** The real dispatcher over the real fs method table, settling on `fs` as the daemon's does. */
+function dispatcherOver(fs: FsService) {
+  const dispatcher = new Dispatcher(buildTable(fsMethods(fs)), log, { settle: () => fs.settled() });
+  const ctx = anonymousContext('test');
+  return async (method: string, params: object) => {
+    const res = await dispatcher.handle({ jsonrpc: '2.0', id: 1, method, params }, ctx);
+    if (res?.error) throw new Error(`${method}: ${res.error.message}`);
+    return res?.result as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  };
+}
+
+t.test('an RPC call waits for the closes the mount has answered, so a read sees them (the dispatcher settles first)', async (t) => {
+  const { fs, ops, backend, store } = await setup(t, { gatherMs: 60_000 });
+  t.equal(fs.settled(), undefined, 'nothing queued: nothing to wait for');
+  const rpc = dispatcherOver(fs);
+  await writeFile(ops, '/note.txt', 'closed in the mount');
+  t.equal(backend.queued, 1, 'answered and queued, not committed');
+  t.equal(fs.stat('/note.txt'), undefined, 'the store does not have it yet');
+  const read = await rpc('read', { path: '/note.txt' });
+  t.equal(Buffer.from(read.data, 'base64').toString(), 'closed in the mount', 'RPC read waits for the batch and sees the close');
+  t.equal(backend.queued, 0);
+  await rewrite(ops, '/note.txt', 'rewritten');
+  t.equal((await rpc('get_metadata', { path: '/note.txt' })).version, 2, 'metadata too');
+  store.hold({ transactions: true });
+  await rewrite(ops, '/note.txt', 'third');
+  const held = rpc('get_metadata', { path: '/note.txt' });
+  t.notOk(await settlesSoon(held), 'waits while the batch is being committed');
+  store.release();
+  t.equal((await held).version, 3);
+});
+
+t.test('a batch the store cannot commit does not stop RPC calls: they answer with what is stored', async (t) => {
+  const { fs, ops, store } = await setup(t, { retryMs: 20 });
+  const rpc = dispatcherOver(fs);
+  await writeFile(ops, '/note.txt', 'stored');
+  t.equal((await rpc('get_metadata', { path: '/note.txt' })).version, 1);
+  store.failWith(new StoreWriteError('the disk is full', 'ENOSPC'));
+  await rewrite(ops, '/note.txt', 'not committed yet');
+  t.equal((await rpc('get_metadata', { path: '/note.txt' })).version, 1, 'the batch failed: the call answers from the store');
+  store.failWith(undefined);
+  t.ok(await eventually(async () => (fs.stat('/note.txt') as { version?: number } | undefined)?.version === 2, 5000, 5), 'the close is committed once the store can');
 });
 
 t.test('closes queued while a batch commits share the next transaction', async (t) => {

@@ -24,8 +24,21 @@ export interface JsonRpcResponse {
 /** A method served by the transport itself (WebSocket watch/unwatch), with connection state. */
 export type LocalMethod = (params: Record<string, unknown>, ctx: OperationContext) => unknown;
 
+export interface DispatcherOptions {
+  /**
+   * Awaited before each call, when it returns a promise: changes another face has acknowledged but
+   * not yet committed (the in-process mount's queued closes: FsService.settled), so that a call
+   * sees them. If they cannot be committed, the call goes on with what is stored.
+   */
+  settle?: (() => Promise<void> | undefined) | undefined;
+}
+
 export class Dispatcher {
-  constructor(private readonly table: MethodTable, private readonly log: Logger) {}
+  readonly #settle: DispatcherOptions['settle'];
+
+  constructor(private readonly table: MethodTable, private readonly log: Logger, opts: DispatcherOptions = {}) {
+    this.#settle = opts.settle;
+  }
 
   /** Names of every dispatchable method, sorted (status.methods). */
   methodNames(extra: readonly string[] = []): string[] {
@@ -88,6 +101,8 @@ export class Dispatcher {
       throw new PermissionDeniedError(`Permission denied: ${name} requires admin privileges`);
     }
     const parsed = parseParams(method, params);
+    const settling = this.#settle?.();
+    if (settling) await settling.catch(() => undefined);
     return method.handler(parsed, ctx);
   }
 
