@@ -22,6 +22,11 @@
  *   kernel cost with no svc code behind them, so the table shows which part of the mount's gap to the
  *   disk is fuse-native's and which is svc's. Rounds run interleaved (disk, mount, floor), best of
  *   --rounds; the server processes' CPU time per file is printed on stderr;
+ * - the same floor rows on a fourth side, the KERNEL FLOOR: bench/fuse-floor-ll.c, a bare in-memory
+ *   file system in C on libfuse 3's low-level API (1 MiB writes, inode numbers, one request at a
+ *   time), built with `cc` when the run starts (needs libfuse3-dev; without it the column is empty
+ *   and stderr says why). It is what FUSE itself costs on this kernel with the least server work
+ *   any binding could give it, so the table also shows which part of a gap no binding would close;
  * - `git status` in a 2,000-file repository.
  *
  * Options: --size-mib N (default 256), --files N (default 2000), --rounds N (small-file rounds,
@@ -38,6 +43,7 @@ import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fuseSupport } from '../src/native/fuse.js';
 import { cpuMs } from './lib.js';
+import { buildKernelFloor } from './kernel-floor.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const MiB = 1024 * 1024;
@@ -184,8 +190,8 @@ function gitStatus(dir: string): number {
 }
 
 /** Spawn a server, resolve once its stdout matches `ready` (it then serves `mnt`). */
-async function startServer(what: string, args: string[], ready: RegExp): Promise<ChildProcess> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+async function startServer(what: string, args: string[], ready: RegExp, command = process.execPath): Promise<ChildProcess> {
+  const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((ok, fail) => {
     let out = '';
     const timer = setTimeout(() => fail(new Error(`${what} did not mount within 20 s`)), 20_000);
@@ -219,7 +225,13 @@ function startFloor(mnt: string): Promise<ChildProcess> {
   return startServer('the bare fuse-native file system', ['--import', 'tsx', FLOOR, mnt], /^ready$/m);
 }
 
-/** SIGTERM (both servers unmount on it); after 30 s SIGKILL and a lazy `fusermount -uz`. */
+/** The libfuse 3 low-level C file system (bench/fuse-floor-ll.c, built) mounted at `mnt`. */
+function startKernelFloor(binary: string, mnt: string): Promise<ChildProcess> {
+  mkdirSync(mnt, { recursive: true });
+  return startServer('the libfuse 3 low-level file system', [mnt], /^ready$/m, binary);
+}
+
+/** SIGTERM (every server unmounts on it); after 30 s SIGKILL and a lazy `fusermount -uz`. */
 function stopServer(child: ChildProcess, mnt: string): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((ok) => {
@@ -254,72 +266,89 @@ async function main(): Promise<void> {
   const disk = join(base, 'disk');
   const mnt = join(base, 'mnt');
   const floorMnt = join(base, 'floor');
+  const llMnt = join(base, 'kernel-floor');
   mkdirSync(disk);
   let daemon: ChildProcess | undefined;
   let floor: ChildProcess | undefined;
-  /** operation, disk, mount, floor, mount vs disk, floor vs disk, target */
-  const rows: [string, string, string, string, string, string, string][] = [];
-  const row = (name: string, d: string, m: string, ratio: string, target = '', f = '', floorRatio = '') => {
-    rows.push([name, d, m, f, ratio, floorRatio, target]);
-    console.error(`  ${name}: disk ${d}, mount ${m} (${ratio})${f ? `, floor ${f} (${floorRatio})` : ''}`);
+  let ll: ChildProcess | undefined;
+  /** operation, disk, mount, floor, kernel floor, mount vs disk, floor vs disk, kernel floor vs disk, target */
+  const rows: string[][] = [];
+  /** `floors`: the fuse-native floor's and the kernel floor's figures and ratios, where timed. */
+  const row = (name: string, d: string, m: string, ratio: string, target = '', floors: [string, string, string, string] = ['', '', '', '']) => {
+    const [f, fRatio, k, kRatio] = floors;
+    rows.push([name, d, m, f, k, ratio, fRatio, kRatio, target]);
+    console.error(`  ${name}: disk ${d}, mount ${m} (${ratio})${f ? `, floor ${f} (${fRatio})` : ''}${k ? `, kernel floor ${k} (${kRatio})` : ''}`);
   };
+  const built = buildKernelFloor(base);
+  if ('reason' in built) console.error(`bench:fuse: no kernel floor column: ${built.reason}`);
   try {
     daemon = await startDaemon(join(base, 'data'), mnt);
     floor = await startFloor(floorMnt);
-    console.error(`bench:fuse: ${SIZE_MIB} MiB file, ${FILES} small files × ${ROUNDS} rounds; disk ${disk}, mount ${mnt}, floor ${floorMnt}`);
+    if ('binary' in built) ll = await startKernelFloor(built.binary, llMnt);
+    /** The floors' directories: the fuse-native floor's, then the kernel floor's when it runs. */
+    const floorDirs = ll ? [floorMnt, llMnt] : [floorMnt];
+    /** The floors' [figure, ratio] pairs, blank for a floor that did not run. */
+    const floorCells = (values: number[], fmt: (v: number) => string, ratio: (v: number) => string): [string, string, string, string] => {
+      const [f, k] = values;
+      return [fmt(f!), ratio(f!), k === undefined ? '' : fmt(k), k === undefined ? '' : ratio(k)];
+    };
+    console.error(`bench:fuse: ${SIZE_MIB} MiB file, ${FILES} small files × ${ROUNDS} rounds; disk ${disk}, mount ${mnt}, floor ${floorMnt}${ll ? `, kernel floor ${llMnt}` : ''}`);
     // Sequential write, rounds interleaved: fsync before close on both sides (the mount's fsync waits
     // for the store's flush), then close only on both sides (the mount's close does not wait for it).
     let dWriteSync = Infinity;
     let mWriteSync = Infinity;
     let dWrite = Infinity;
     let mWrite = Infinity;
-    let fWrite = Infinity;
+    const fWrite = floorDirs.map(() => Infinity);
     for (let r = 0; r < WRITE_ROUNDS; r++) {
       dWriteSync = Math.min(dWriteSync, seqWrite(join(disk, 'big.bin'), true));
       mWriteSync = Math.min(mWriteSync, seqWrite(join(mnt, 'big.bin'), true));
       dWrite = Math.min(dWrite, seqWrite(join(disk, 'big.bin'), false));
       mWrite = Math.min(mWrite, seqWrite(join(mnt, 'big.bin'), false));
-      // The floor keeps bytes in memory: no store, nothing to sync; its figure is the binding's.
-      fWrite = Math.min(fWrite, seqWrite(join(floorMnt, 'big.bin'), false));
+      // The floors keep bytes in memory: no store, nothing to sync; their figures are the binding's and the kernel's.
+      floorDirs.forEach((dir, i) => (fWrite[i] = Math.min(fWrite[i]!, seqWrite(join(dir, 'big.bin'), false))));
     }
     row(`sequential write ${SIZE_MIB} MiB of new content, 1 MiB blocks (MiB/s, best of ${WRITE_ROUNDS}), fsync before close on both sides`,
       mibs(dWriteSync), mibs(mWriteSync), pct(dWriteSync, mWriteSync), '≥ 25 %');
     row('same, no fsync on either side (close only; the mount still commits at close, without waiting for the flush)',
-      mibs(dWrite), mibs(mWrite), pct(dWrite, mWrite), '', mibs(fWrite), pct(dWrite, fWrite));
+      mibs(dWrite), mibs(mWrite), pct(dWrite, mWrite), '', floorCells(fWrite, mibs, (v) => pct(dWrite, v)));
     const cold = dropCaches();
     const dReadCold = seqRead(join(disk, 'big.bin'));
     if (cold) dropCaches();
     const mReadCold = seqRead(join(mnt, 'big.bin'));
-    // The floor's pages were dropped with the others: its cold read is the binding's own read path
-    // (bytes from memory), and afterwards all three sides' caches were filled the same way, by one
-    // sequential read (a cache filled otherwise reads warm at another speed here).
-    const fReadCold = seqRead(join(floorMnt, 'big.bin'));
+    // The floors' pages were dropped with the others: their cold read is their own read path (bytes
+    // from memory), and afterwards every side's cache was filled the same way, by one sequential
+    // read (a cache filled otherwise reads warm at another speed here).
+    const fReadCold = floorDirs.map((dir) => seqRead(join(dir, 'big.bin')));
     if (cold) {
       row(`sequential read ${SIZE_MIB} MiB, page cache dropped (MiB/s)`, mibs(dReadCold), mibs(mReadCold), pct(dReadCold, mReadCold),
-        '', mibs(fReadCold), pct(dReadCold, fReadCold));
+        '', floorCells(fReadCold, mibs, (v) => pct(dReadCold, v)));
     }
-    const [dRead, mRead, fRead] = bestOfRounds(5, [disk, mnt, floorMnt].map((dir) => () => seqRead(join(dir, 'big.bin'))));
-    row(`sequential read ${SIZE_MIB} MiB, warm (MiB/s, best of 5)`, mibs(dRead), mibs(mRead), pct(dRead, mRead), '≥ 50 %', mibs(fRead), pct(dRead, fRead));
-    const [dRand, mRand, fRand] = bestOfRounds(3, [disk, mnt, floorMnt].map((dir) => () => randomReads(join(dir, 'big.bin'))));
+    const [dRead, mRead, ...fRead] = bestOfRounds(5, [disk, mnt, ...floorDirs].map((dir) => () => seqRead(join(dir, 'big.bin'))));
+    row(`sequential read ${SIZE_MIB} MiB, warm (MiB/s, best of 5)`, mibs(dRead!), mibs(mRead!), pct(dRead!, mRead!), '≥ 50 %',
+      floorCells(fRead, mibs, (v) => pct(dRead!, v)));
+    const [dRand, mRand, ...fRand] = bestOfRounds(3, [disk, mnt, ...floorDirs].map((dir) => () => randomReads(join(dir, 'big.bin'))));
     const iops = (v: number) => ((RANDOM_READS / v) * 1000).toFixed(0);
-    row(`4 KiB random reads (reads/s, ${RANDOM_READS} reads)`, iops(dRand), iops(mRand), pct(dRand, mRand), '', iops(fRand), pct(dRand, fRand));
-    rmSync(join(disk, 'big.bin'));
-    unlinkSync(join(mnt, 'big.bin'));
-    unlinkSync(join(floorMnt, 'big.bin'));
+    row(`4 KiB random reads (reads/s, ${RANDOM_READS} reads)`, iops(dRand!), iops(mRand!), pct(dRand!, mRand!), '',
+      floorCells(fRand, iops, (v) => pct(dRand!, v)));
+    for (const dir of [disk, mnt, ...floorDirs]) unlinkSync(join(dir, 'big.bin'));
 
-    // Small files: disk, mount and floor in turn each round, a fresh directory per round and side.
-    const sides = { disk: [] as SmallTimes[], mount: [] as SmallTimes[], floor: [] as SmallTimes[] };
+    // Small files: disk, mount and floors in turn each round, a fresh directory per round and side.
+    const servers = [floor.pid, ll?.pid];
+    const sides = { disk: [] as SmallTimes[], mount: [] as SmallTimes[], floors: floorDirs.map(() => [] as SmallTimes[]) };
     for (let r = 0; r < ROUNDS; r++) {
       sides.disk.push(smallFiles(join(disk, `small${r}`)));
       sides.mount.push(smallFiles(join(mnt, `small${r}`), daemon.pid));
-      sides.floor.push(smallFiles(join(floorMnt, `small${r}`), floor.pid));
+      floorDirs.forEach((dir, i) => sides.floors[i]!.push(smallFiles(join(dir, `small${r}`), servers[i])));
     }
-    const [dSmall, mSmall, fSmall] = [bestOf(sides.disk), bestOf(sides.mount), bestOf(sides.floor)];
+    const [dSmall, mSmall] = [bestOf(sides.disk), bestOf(sides.mount)];
+    const fSmall = sides.floors.map(bestOf);
     const perFile = (v: number) => `${((v / FILES) * 1000).toFixed(0)} µs`;
     for (const k of SMALL_OPS) {
       row(`${k} ${FILES} files of 1 KiB (ms, best of ${ROUNDS})`, fmtMs(dSmall[k].ms), fmtMs(mSmall[k].ms), times(mSmall[k].ms, dSmall[k].ms),
-        k === 'create' ? '≤ 5×' : '', fmtMs(fSmall[k].ms), times(fSmall[k].ms, dSmall[k].ms));
-      console.error(`    ${k}, server CPU per file in the best round: daemon ${perFile(mSmall[k].serverCpu)}, floor ${perFile(fSmall[k].serverCpu)}`);
+        k === 'create' ? '≤ 5×' : '', floorCells(fSmall.map((f) => f[k].ms), fmtMs, (v) => times(v, dSmall[k].ms)));
+      const kernel = fSmall[1] ? `, kernel floor ${perFile(fSmall[1][k].serverCpu)}` : '';
+      console.error(`    ${k}, server CPU per file in the best round: daemon ${perFile(mSmall[k].serverCpu)}, floor ${perFile(fSmall[0]![k].serverCpu)}${kernel}`);
     }
     gitRepo(join(disk, 'repo'));
     gitRepo(join(mnt, 'repo'));
@@ -327,16 +356,21 @@ async function main(): Promise<void> {
     const mGit = gitStatus(join(mnt, 'repo'));
     row(`git status, ${FILES}-file repository (ms)`, fmtMs(dGit), fmtMs(mGit), times(mGit, dGit));
   } finally {
+    if (ll) await stopServer(ll, llMnt);
     if (floor) await stopServer(floor, floorMnt);
     if (daemon) await stopServer(daemon, mnt);
     rmSync(base, { recursive: true, force: true });
   }
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
   console.log(`\nbench:fuse on ${cpus().length} × ${cpu}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}\n`);
-  console.log('| operation | plain disk | FUSE mount | bare fuse-native, in memory (floor) | mount vs disk | floor vs disk | target |');
-  console.log('|---|---:|---:|---:|---:|---:|---|');
+  console.log('| operation | plain disk | FUSE mount | bare fuse-native, in memory (floor) | libfuse 3 low-level C, in memory (kernel floor) '
+    + '| mount vs disk | floor vs disk | kernel floor vs disk | target |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
-  console.log(`\nThe floor is bench/fuse-floor.ts: fuse-native with the mount's options and no svc code behind it, bytes in memory (timed for the close-only write, the cold, warm and random reads and the small-file rows).`);
+  console.log(`\nThe floor is bench/fuse-floor.ts: fuse-native with the mount's options and no svc code behind it, bytes in memory. `
+    + 'The kernel floor is bench/fuse-floor-ll.c: libfuse 3\'s low-level API in C, one request at a time, 1 MiB writes, bytes in memory: '
+    + 'the FUSE round trips with the least server work any binding could give them'
+    + `${'reason' in built ? ` (not run here: ${built.reason})` : ''}. Both are timed for the close-only write, the cold, warm and random reads and the small-file rows.`);
 }
 
 main().catch((err) => {

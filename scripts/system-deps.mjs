@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // The Debian packages the FUSE mount and its tests need: libfuse2 (fuse-native's libfuse 2),
-// fuse3 (fusermount; never the old "fuse" package, which removes fuse3), and the tools the mount
-// tests run inside a mount (rsync, git). Run before `npm test` (and by `svc serve --mount` users by
+// fuse3 (fusermount; never the old "fuse" package, which removes fuse3), the tools the mount
+// tests run inside a mount (rsync, git), and libfuse3-dev with pkg-config, with which bench:fuse
+// and its test build the kernel floor (bench/fuse-floor-ll.c). Run before `npm test` (and by `svc serve --mount` users by
 // hand): as root with apt-get, missing packages are installed; otherwise it says what is missing and
 // how to install it. It never fails the command that runs it: without FUSE, the mount tests skip
 // with a printed reason.
 import { execFileSync, spawnSync } from 'node:child_process';
 
-const PACKAGES = ['libfuse2', 'fuse3', 'rsync', 'git'];
+const PACKAGES = ['libfuse2', 'fuse3', 'rsync', 'git', 'libfuse3-dev', 'pkg-config'];
 
 function missing() {
   return PACKAGES.filter((p) => {
