@@ -145,6 +145,16 @@ db.close()`), 'ok 2200 200\n', 'both writers\' rows, none lost');
     t.equal(meta.size, 2200000, 'size from the record');
   });
 
+  t.test('du counts a sparse file\'s holes as free, as on the disk', async (t) => {
+    // 64 MiB of holes and 1 MiB of data at the end; the holes are stored as one chunk of zeros.
+    await shOk(`cd '${m}' && truncate -s 64M holes.bin && dd if=/dev/urandom of=holes.bin bs=1M seek=64 count=1 conv=notrunc status=none`);
+    const [size, blocks] = (await shOk(`stat -c '%s %b' '${m}/holes.bin'`)).trim().split(' ').map(Number);
+    t.equal(size, 65 * 1024 * 1024);
+    t.equal(blocks, (1024 * 1024) / 512, 'st_blocks counts the 1 MiB of data only');
+    t.ok(Number((await shOk(`du -k '${m}/holes.bin'`)).split('\t')[0]) <= 1024, 'du reports about 1 MiB');
+    t.equal((await shOk(`stat -c %b '${m}/r.bin'`)).trim(), String(Math.ceil(2200000 / 512)), 'a file without holes: its size');
+  });
+
   t.test('failures carry the right errno', async (t) => {
     const err = async (cmd: string) => (await sh(`cd '${m}' && ${cmd}`)).stderr;
     await shOk(`cd '${m}' && mkdir -p full/sub && echo f > file`);

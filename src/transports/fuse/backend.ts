@@ -24,6 +24,12 @@ export interface NodeInfo {
   ctime: number;
   version?: number | undefined;
   etag?: string | undefined;
+  /**
+   * Bytes of the content that are stored, not counting whole chunks of zeros (the holes a sparse
+   * extension leaves): what `st_blocks` reports, so `du` shows a sparse file's real usage. Absent:
+   * the size.
+   */
+  allocated?: number | undefined;
 }
 
 /** One version of a file, as `/.versions/<path>/` lists it. */

@@ -29,7 +29,7 @@ import type { EventBus } from '../../core/events.js';
 import type { Logger } from '../../core/log.js';
 import { parentOf } from '../../core/paths.js';
 import { hasInline, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord } from '../../fs/records.js';
-import type { AttributeChanges, FsService, HoldRequest } from '../../fs/service.js';
+import { CHUNK_SIZE, type AttributeChanges, type FsService, type HoldRequest } from '../../fs/service.js';
 import { NotFoundError } from '../../core/errors.js';
 import type { CommitOptions, CommitPiece, CommitResult, FuseBackend, NodeInfo, SpaceInfo, StoredContent, VersionInfo } from './backend.js';
 import { JOURNAL_MARK, type FuseJournal } from './journal.js';
@@ -84,11 +84,22 @@ function endableDelay(ms: number, expose: (end: (() => void) | undefined) => voi
   });
 }
 
+/** The chunk key of CHUNK_SIZE zero bytes: a hole left by a sparse extension is stored as it. */
+let zeroChunk: string | undefined;
+
 /** NodeInfo of a stored entry. */
 export function nodeOf(rec: EntryRecord): NodeInfo {
   const common = { mode: rec.mode, uid: rec.uid, gid: rec.gid, mtime: rec.modified, ctime: rec.modified };
   if (rec.kind === 'dir') return { kind: 'dir', size: 0, ...common };
-  return { kind: rec.symlink ? 'symlink' : 'file', size: rec.size, version: rec.version, etag: rec.etag, ...common };
+  let holes = 0;
+  if (rec.chunks.length > 1) {
+    zeroChunk ??= createHash('sha256').update(Buffer.alloc(CHUNK_SIZE)).digest('hex');
+    for (const hash of rec.chunks) if (hash === zeroChunk) holes++;
+  }
+  return {
+    kind: rec.symlink ? 'symlink' : 'file', size: rec.size, version: rec.version, etag: rec.etag,
+    allocated: holes === 0 ? undefined : Math.max(0, rec.size - holes * CHUNK_SIZE), ...common,
+  };
 }
 
 /**

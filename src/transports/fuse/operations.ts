@@ -319,7 +319,7 @@ export class FuseFileSystem {
     const size = info.kind === 'dir' ? 4096 : info.size;
     return {
       mode: type | perm, uid: info.uid ?? this.#uid, gid: info.gid ?? this.#gid, size, nlink: info.kind === 'dir' ? 2 : 1,
-      mtime: info.mtime, atime: info.mtime, ctime: info.ctime, blocks: Math.ceil(size / 512), blksize: BLKSIZE,
+      mtime: info.mtime, atime: info.mtime, ctime: info.ctime, blocks: Math.ceil((info.allocated ?? size) / 512), blksize: BLKSIZE,
     };
   }
 
