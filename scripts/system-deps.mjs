@@ -8,7 +8,7 @@
 // with a printed reason.
 import { execFileSync, spawnSync } from 'node:child_process';
 
-const PACKAGES = ['libfuse2', 'fuse3', 'rsync', 'git', 'libfuse3-dev', 'pkg-config'];
+const PACKAGES = ['libfuse2', 'fuse3', 'rsync', 'git', 'libfuse3-dev', 'pkg-config', 'gcc', 'libc6-dev'];
 
 function missing() {
   return PACKAGES.filter((p) => {

@@ -1,8 +1,14 @@
 /**
  * @module native/fuse
- * The one import of fuse-native (libfuse 2 bindings), loaded lazily so the daemon starts without
- * it: {@link fuseSupport} says whether a mount can work here and, if not, what to install.
+ * The FUSE bindings, loaded lazily so the daemon starts without them: {@link fuseSupport} says
+ * whether a mount can work here and, if not, what to install. Two bindings serve the same
+ * {@link FuseOperations}:
+ * - **libfuse 3**, svc's own addon (native/fuse3/svc_fuse3.c, built by scripts/build-native.mjs when
+ *   libfuse3-dev and a C compiler are there): 1 MiB reads and writes, which libfuse 2 cannot
+ *   negotiate (docs/performance.md). Used when built, unless `SVC_FUSE_BINDING=fuse-native`.
+ * - **fuse-native** (libfuse 2), the fallback.
  *
+ * The rest of this header is about fuse-native.
  * fuse-native 2.2.6 needs two corrections, both made in a subclass rather than a fork:
  * - it has no pass-through for `-o` options, and libfuse 2 splits writes into 4 KiB requests unless
  *   mounted with `big_writes,max_write=131072` (25–30× slower): {@link NativeMount} builds the whole
@@ -25,6 +31,7 @@ import { createRequire } from 'node:module';
 import { execFile } from 'node:child_process';
 import { existsSync, fstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
+import { fileURLToPath } from 'node:url';
 
 /** Attributes of one entry, as fuse-native encodes them (times in ms since the epoch). */
 export interface FuseStat {
@@ -131,6 +138,65 @@ type MountClass = new (mnt: string, ops: FuseOperations, opts: NativeMountOption
 
 let loaded: MountClass | FuseUnavailableError | undefined;
 
+/** The FUSE binding a mount uses. */
+export type FuseBinding = 'libfuse3' | 'fuse-native';
+
+/** svc's libfuse 3 addon (native/fuse3/svc_fuse3.c). */
+interface Fuse3Addon {
+  mount(dir: string, args: string[], cacheSeconds: number, timeoutMs: number, dispatch: Fuse3Dispatch, events: (event: number) => void): object;
+  reply(req: object, code: number, value?: unknown, extra?: unknown): void;
+  fd(handle: object): number;
+  unmount(handle: object): boolean;
+}
+type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | undefined, n0: number, n1: number, n2: number, buf: Buffer | undefined) => void;
+
+/** Operation codes of native/fuse3/svc_fuse3.c (its enum, in the same order). */
+const enum Op {
+  Getattr = 1, Readdir, Open, Create, Read, Write, Truncate, Ftruncate, Flush, Fsync, Fsyncdir, Release,
+  Unlink, Rename, Link, Mknod, Symlink, Readlink, Mkdir, Rmdir, Chmod, Chown, Utimens, Statfs,
+}
+/** Events of native/fuse3/svc_fuse3.c. */
+const EV_INIT = 1;
+const EV_EXIT = 2;
+const EV_DETACHED = 3;
+
+/** Where scripts/build-native.mjs puts the addon, from src/native, dist/native or the bundle in dist/. */
+const FUSE3_ADDON_CANDIDATES = ['../../native/build/svc_fuse3.node', '../native/build/svc_fuse3.node'];
+
+let fuse3: Fuse3Addon | Error | undefined;
+
+/** svc's libfuse 3 addon, or why it cannot be used (not built, or libfuse 3 missing at run time). */
+function loadFuse3(): Fuse3Addon | Error {
+  if (fuse3) return fuse3;
+  const require = createRequire(import.meta.url);
+  const file = FUSE3_ADDON_CANDIDATES.map((rel) => fileURLToPath(new URL(rel, import.meta.url))).find((f) => existsSync(f));
+  if (!file) {
+    fuse3 = new Error('svc\'s libfuse 3 addon is not built (npm run build builds it where libfuse3-dev, pkg-config and cc are installed)');
+    return fuse3;
+  }
+  try {
+    fuse3 = require(file) as Fuse3Addon;
+  } catch (err) {
+    fuse3 = new Error(`svc's libfuse 3 addon failed to load: ${(err as Error).message}`);
+  }
+  return fuse3;
+}
+
+/**
+ * The binding mounts use here: libfuse 3 when its addon loads, unless `SVC_FUSE_BINDING=fuse-native`
+ * (or `SVC_FUSE_BINDING=libfuse3`, which refuses to fall back).
+ */
+export function fuseBinding(env: NodeJS.ProcessEnv = process.env): FuseBinding {
+  const wanted = env.SVC_FUSE_BINDING;
+  if (wanted === 'fuse-native') return 'fuse-native';
+  const addon = loadFuse3();
+  if (addon instanceof Error) {
+    if (wanted === 'libfuse3') throw new FuseUnavailableError(addon.message);
+    return 'fuse-native';
+  }
+  return 'libfuse3';
+}
+
 // Layout of fuse-native 2.2.6's fuse_thread_locals_t on 64-bit Linux: struct size, the opcode
 // field, and the `mtime` field (size_t, ms) the utimens glue fills but does not pass on.
 const LOCALS_SIZE = 360;
@@ -215,16 +281,17 @@ function load(): MountClass {
   return loaded;
 }
 
-/** Whether a FUSE mount can work in this process: fuse-native and libfuse 2 load, /dev/fuse exists. */
-export function fuseSupport(): { available: true } | { available: false; reason: string } {
+/** Whether a FUSE mount can work in this process (/dev/fuse exists, a binding loads), and with which binding. */
+export function fuseSupport(): { available: true; binding: FuseBinding } | { available: false; reason: string } {
   if (process.platform !== 'linux') return { available: false, reason: `FUSE mounts are supported on Linux only (this is ${process.platform})` };
   if (!existsSync('/dev/fuse')) return { available: false, reason: '/dev/fuse is missing (load the fuse kernel module, or run the container with --device /dev/fuse)' };
   try {
-    load();
+    const binding = fuseBinding();
+    if (binding === 'fuse-native') load();
+    return { available: true, binding };
   } catch (err) {
     return { available: false, reason: (err as Error).message };
   }
-  return { available: true };
 }
 
 /** The descriptors this process has open on /dev/fuse (Linux; empty elsewhere). */
@@ -293,57 +360,192 @@ export function invalEntryMessage(parent: number, name: string): Buffer {
   return msg;
 }
 
-/** One kernel mount served by `ops` until {@link unmount}. */
-export class NativeMount {
-  readonly dir: string;
-  readonly #fuse: FuseNativeInstance;
-  #device: FuseDevice | undefined;
+/** One binding's side of a {@link NativeMount}. */
+interface BindingMount {
+  /** Resolves with the connection for notifications (when found) once the kernel has sent INIT. */
+  mount(): Promise<FuseDevice | undefined>;
+  unmount(): Promise<void>;
+}
 
-  /** Throws {@link FuseUnavailableError} when fuse-native or libfuse 2 is missing. */
+/** The connection of descriptor `fd`, or undefined when it is closed. */
+function deviceOf(fd: number): FuseDevice | undefined {
+  try {
+    return { fd, rdev: fstatSync(fd).rdev };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A mount through fuse-native (libfuse 2). */
+class FuseNativeMount implements BindingMount {
+  readonly #dir: string;
+  readonly #fuse: FuseNativeInstance;
+
   constructor(dir: string, ops: FuseOperations, opts: NativeMountOptions) {
-    this.dir = dir;
+    this.#dir = dir;
     const Mount = load();
     this.#fuse = new Mount(dir, ops, opts);
   }
 
+  mount(): Promise<FuseDevice | undefined> {
+    const before = fuseDeviceFds();
+    return new Promise((resolve, reject) => {
+      this.#fuse.mount((err) => {
+        if (!err) {
+          // fuse-native does not say which descriptor is the mount's: the one that appeared.
+          const opened = [...fuseDeviceFds()].filter((fd) => !before.has(fd));
+          return resolve(opened.length === 1 ? deviceOf(opened[0]!) : undefined);
+        }
+        const message = err.message === 'fuse failed'
+          ? `cannot mount ${this.#dir}: libfuse refused (is /dev/fuse usable and fusermount installed, apt-get install fuse3?)`
+          : `cannot mount ${this.#dir}: ${err.message}`;
+        reject(new Error(message));
+      });
+    });
+  }
+
+  unmount(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#fuse.unmount((err) => (err ? reject(err) : resolve()));
+    });
+  }
+}
+
+/** A mount through svc's libfuse 3 addon. */
+class Fuse3Mount implements BindingMount {
+  readonly #dir: string;
+  readonly #ops: FuseOperations;
+  readonly #opts: NativeMountOptions;
+  readonly #addon: Fuse3Addon;
+  #handle: object | undefined;
+  /** Settled by the addon's events. */
+  #onInit: ((ok: boolean) => void) | undefined;
+  #onDetached: (() => void) | undefined;
+
+  constructor(dir: string, ops: FuseOperations, opts: NativeMountOptions) {
+    const addon = loadFuse3();
+    if (addon instanceof Error) throw new FuseUnavailableError(addon.message);
+    this.#dir = dir;
+    this.#ops = ops;
+    this.#opts = opts;
+    this.#addon = addon;
+  }
+
+  mount(): Promise<FuseDevice | undefined> {
+    const o = this.#opts;
+    const options = [`fsname=${o.fsname.replace(/[,\\]/g, '_')}`, 'subtype=svc'];
+    if (o.defaultPermissions) options.push('default_permissions');
+    if (o.debug) options.push('debug');
+    return new Promise((resolve, reject) => {
+      this.#onInit = (ok) => {
+        this.#onInit = undefined;
+        if (!ok) return reject(new Error(`cannot mount ${this.#dir}: the connection ended before the kernel's INIT`));
+        this.#ops.init?.(() => {});
+        resolve(deviceOf(this.#addon.fd(this.#handle!)));
+      };
+      try {
+        this.#handle = this.#addon.mount(this.#dir, ['-o', options.join(',')], o.cacheSeconds, o.requestTimeoutMs, this.#dispatch, (event) => this.#event(event));
+      } catch (err) {
+        this.#onInit = undefined;
+        reject(new Error(`cannot mount ${this.#dir}: ${(err as Error).message}`));
+      }
+    });
+  }
+
+  #event(event: number): void {
+    if (event === EV_INIT) this.#onInit?.(true);
+    if (event === EV_EXIT) this.#onInit?.(false);
+    if (event === EV_EXIT || event === EV_DETACHED) this.#onDetached?.();
+  }
+
+  /** Detach lazily (open files keep being served until closed) and resolve once detached. */
+  unmount(): Promise<void> {
+    const handle = this.#handle;
+    if (!handle) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#onDetached = () => {
+        this.#onDetached = undefined;
+        resolve();
+      };
+      if (!this.#addon.unmount(handle)) this.#onDetached();
+    });
+  }
+
+  /** One request from the addon: the operation's answer goes back through reply(), once. */
+  readonly #dispatch: Fuse3Dispatch = (req, op, path, path2, n0, n1, n2, buf) => {
+    const addon = this.#addon;
+    let answered = false;
+    const done = (code: number, value?: unknown, extra?: unknown): void => {
+      if (answered) return;
+      answered = true;
+      addon.reply(req, code, value, extra);
+    };
+    const ops = this.#ops;
+    try {
+      switch (op) {
+        case Op.Getattr: return ops.getattr(path, done);
+        case Op.Readdir: return ops.readdir(path, done);
+        case Op.Open: return ops.open(path, n0, done);
+        case Op.Create: return ops.create(path, n0, done);
+        case Op.Read: return ops.read(path, n0, buf!, buf!.length, n1, done);
+        case Op.Write: return ops.write(path, n0, buf!, buf!.length, n1, done);
+        case Op.Truncate: return ops.truncate(path, n1, done);
+        case Op.Ftruncate: return ops.ftruncate(path, n0, n1, done);
+        case Op.Flush: return ops.flush(path, n0, done);
+        case Op.Fsync: return ops.fsync(path, n1, n0, done);
+        case Op.Fsyncdir: return ops.fsyncdir(path, n1, n0, done);
+        case Op.Release: return ops.release(path, n0, done);
+        case Op.Unlink: return ops.unlink(path, done);
+        case Op.Rename: return ops.rename(path, path2!, done);
+        case Op.Link: return ops.link(path, path2!, done);
+        case Op.Mknod: return ops.mknod(path, n0, n1, done);
+        case Op.Symlink: return ops.symlink(path, path2!, done);
+        case Op.Readlink: return ops.readlink(path, done);
+        case Op.Mkdir: return ops.mkdir(path, n0, done);
+        case Op.Rmdir: return ops.rmdir(path, done);
+        case Op.Chmod: return ops.chmod(path, n0, done);
+        case Op.Chown: return ops.chown(path, n0, n1, done);
+        case Op.Utimens: return ops.utimens(path, n0 < 0 ? n1 : n0, n1, done);
+        case Op.Statfs: return ops.statfs(path, done);
+        default: return done(errno('ENOSYS'));
+      }
+    } catch {
+      done(errno('EIO'));
+    }
+  };
+}
+
+/** One kernel mount served by `ops` until {@link unmount}, through {@link fuseBinding}'s binding. */
+export class NativeMount {
+  readonly dir: string;
+  readonly binding: FuseBinding;
+  readonly #impl: BindingMount;
+  #device: FuseDevice | undefined;
+
+  /** Throws {@link FuseUnavailableError} when no binding can mount here. */
+  constructor(dir: string, ops: FuseOperations, opts: NativeMountOptions) {
+    this.dir = dir;
+    this.binding = fuseBinding();
+    this.#impl = this.binding === 'libfuse3' ? new Fuse3Mount(dir, ops, opts) : new FuseNativeMount(dir, ops, opts);
+  }
+
   /**
-   * The mount's connection to the kernel, found as the /dev/fuse descriptor the mount opened
-   * (undefined off Linux, or when another mount of this process opened one at the same time).
+   * The mount's connection to the kernel (undefined off Linux, or when it could not be told apart
+   * from another mount's opened at the same time).
    */
   get device(): FuseDevice | undefined {
     return this.#device;
   }
 
   /** Resolves once the kernel has sent INIT, i.e. the mount answers requests. */
-  mount(): Promise<void> {
-    const before = fuseDeviceFds();
-    return new Promise((resolve, reject) => {
-      this.#fuse.mount((err) => {
-        if (!err) {
-          const opened = [...fuseDeviceFds()].filter((fd) => !before.has(fd));
-          if (opened.length === 1) {
-            try {
-              this.#device = { fd: opened[0]!, rdev: fstatSync(opened[0]!).rdev };
-            } catch {
-              // closed meanwhile: no notifications
-            }
-          }
-          return resolve();
-        }
-        const message = err.message === 'fuse failed'
-          ? `cannot mount ${this.dir}: libfuse refused (is /dev/fuse usable and fusermount installed, apt-get install fuse3?)`
-          : `cannot mount ${this.dir}: ${err.message}`;
-        reject(new Error(message));
-      });
-    });
+  async mount(): Promise<void> {
+    this.#device = await this.#impl.mount();
   }
 
   /** Detach the mount (lazily, so open files do not block it) and stop serving. */
   unmount(): Promise<void> {
     this.#device = undefined;
-    return new Promise((resolve, reject) => {
-      this.#fuse.unmount((err) => (err ? reject(err) : resolve()));
-    });
+    return this.#impl.unmount();
   }
 }
 

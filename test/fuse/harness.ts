@@ -102,7 +102,8 @@ export class MountProcess {
   }
 
   async start(): Promise<void> {
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SVC_')));
+    // SVC_FUSE_BINDING passes through: test/fuse/fuse-native.test.ts runs scenarios on the fallback binding.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SVC_') || k === 'SVC_FUSE_BINDING'));
     const child = spawn(process.execPath, [BIN, ...this.args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.#child = child;
     const from = this.#out.length;

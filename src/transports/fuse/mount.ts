@@ -140,7 +140,7 @@ export class FuseMount {
     if (device) this.#kernel = new KernelCache(this.dir, device, log);
     else log.info({ dir: this.dir }, `no FUSE connection found to notify: changes from other faces show within ${KERNEL_CACHE_SECONDS} s`);
     this.#watchDetach();
-    log.info({ dir: this.dir, backend: this.#opts.backend.description }, 'FUSE mount ready');
+    log.info({ dir: this.dir, backend: this.#opts.backend.description, binding: native.binding }, 'FUSE mount ready');
   }
 
   /** Notice an unmount made from outside (the kernel then sends nothing more: nothing else tells). */

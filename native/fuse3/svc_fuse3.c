@@ -1,0 +1,902 @@
+/*
+ * svc_fuse3: a Node-API binding of libfuse 3's high-level (path) API, built by
+ * scripts/build-native.mjs and loaded by src/native/fuse.ts, which falls back to fuse-native
+ * (libfuse 2) when this cannot be built or loaded.
+ *
+ * Why a binding of our own: libfuse 2, and so fuse-native, cannot negotiate requests larger than
+ * 128 KiB (libfuse 3 takes 1 MiB writes and reads, FUSE_MAX_PAGES), which caps sequential writes,
+ * cold reads and the page cache's folio size behind warm reads (docs/performance.md, the kernel
+ * floor). libfuse 2 is also no longer maintained.
+ *
+ * Threads. fuse_loop_mt runs on a thread of its own (started by mount) and serves each request on one
+ * of libfuse's worker threads, which hands it to JS through a thread-safe function and waits on the
+ * request's semaphore. JS answers with reply(), on its own thread: reply() only stores the answer in
+ * the request and posts the semaphore; the worker thread copies it into libfuse's structures. So no
+ * libfuse structure is touched from the JS thread, and a request the worker gave up on (timeout) is
+ * freed by whichever side lets go last (a reference count).
+ *
+ * Memory handed to JS: a read's buffer is allocated here and given to libfuse (read_buf) only once
+ * JS has answered, so a late answer never writes into freed memory. A write's bytes are libfuse's
+ * own buffer, valid while the worker waits: writes therefore never time out (the JS side must not
+ * keep the Buffer after answering).
+ */
+#define FUSE_USE_VERSION 312
+#define _GNU_SOURCE
+#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <node_api.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Operation codes passed to JS; src/native/fuse.ts holds the same table. */
+enum {
+  OP_GETATTR = 1, OP_READDIR, OP_OPEN, OP_CREATE, OP_READ, OP_WRITE, OP_TRUNCATE, OP_FTRUNCATE,
+  OP_FLUSH, OP_FSYNC, OP_FSYNCDIR, OP_RELEASE, OP_UNLINK, OP_RENAME, OP_LINK, OP_MKNOD, OP_SYMLINK,
+  OP_READLINK, OP_MKDIR, OP_RMDIR, OP_CHMOD, OP_CHOWN, OP_UTIMENS, OP_STATFS,
+};
+
+/* Events passed to JS's event callback. */
+enum { EV_INIT = 1, EV_EXIT = 2, EV_DETACHED = 3 };
+
+typedef struct mount_s {
+  struct fuse *fuse;
+  char *dir;
+  napi_threadsafe_function tsfn;
+  napi_ref dispatch;
+  napi_ref events;
+  pthread_t loop;
+  int timeout_ms;
+  double cache_seconds;
+  atomic_int unmounting;
+  atomic_int refs; /* the JS handle + the thread-safe function (released when the loop ends) */
+  pthread_mutex_t lock; /* guards `ended` against an unmount acquiring the thread-safe function */
+  int ended;
+} mount_t;
+
+static void mount_unref(mount_t *m) {
+  if (atomic_fetch_sub(&m->refs, 1) == 1) {
+    pthread_mutex_destroy(&m->lock);
+    free(m->dir);
+    free(m);
+  }
+}
+
+enum { PENDING = 0, REPLIED = 1, ABANDONED = 2 };
+
+typedef struct req_s {
+  int op;            /* OP_* or, for events, -EV_* */
+  mount_t *m;
+  atomic_int refs;   /* worker thread + JS side */
+  atomic_int state;  /* PENDING → REPLIED (JS answered) or ABANDONED (the worker timed out) */
+  sem_t done;
+  char *path, *path2;
+  double n[3];       /* numeric arguments (fh, mode, size, offset, ...) */
+  const char *in;    /* a write's bytes (libfuse's buffer) */
+  char *data;        /* a read's buffer, allocated here */
+  size_t len;
+  /* The answer. */
+  int code;          /* 0 or a negative errno; for read and write the byte count when >= 0 */
+  struct stat st;
+  struct statvfs sv;
+  uint64_t fh;
+  char *text;        /* readlink */
+  char **names;      /* readdir */
+  mode_t *modes;
+  uint32_t count;
+} req_t;
+
+static void req_free(req_t *r) {
+  free(r->path);
+  free(r->path2);
+  free(r->data);
+  free(r->text);
+  if (r->names) {
+    for (uint32_t i = 0; i < r->count; i++) free(r->names[i]);
+    free(r->names);
+  }
+  free(r->modes);
+  sem_destroy(&r->done);
+  free(r);
+}
+
+static void req_unref(req_t *r) {
+  if (atomic_fetch_sub(&r->refs, 1) == 1) req_free(r);
+}
+
+static req_t *req_new(int op, const char *path) {
+  req_t *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->op = op;
+  r->m = fuse_get_context()->private_data;
+  atomic_init(&r->refs, 2);
+  atomic_init(&r->state, PENDING);
+  sem_init(&r->done, 0, 0);
+  r->path = strdup(path ? path : "");
+  if (!r->path) {
+    sem_destroy(&r->done);
+    free(r);
+    return NULL;
+  }
+  return r;
+}
+
+/* req_run's answer when the worker let the request go (it may be freed): return -ETIMEDOUT or -EIO. */
+#define GONE_TIMEOUT (-0x40000001)
+#define GONE_IO (-0x40000002)
+#define GONE(code) ((code) == GONE_TIMEOUT || (code) == GONE_IO)
+#define GONE_ERRNO(code) ((code) == GONE_TIMEOUT ? -ETIMEDOUT : -EIO)
+
+/*
+ * Hand the request to JS and wait for the answer. Returns JS's code, with the request still the
+ * caller's to read and req_unref; or GONE_TIMEOUT once the mount's timeout passed (never for
+ * writes) or GONE_IO when JS cannot be reached, and then the caller must not touch it again.
+ */
+static int req_run(req_t *r, int may_time_out) {
+  if (napi_call_threadsafe_function(r->m->tsfn, r, napi_tsfn_nonblocking) != napi_ok) {
+    req_free(r); /* JS never saw it: both references are ours */
+    return GONE_IO;
+  }
+  if (!may_time_out || r->m->timeout_ms <= 0) {
+    while (sem_wait(&r->done) != 0 && errno == EINTR) {}
+    return r->code;
+  }
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += r->m->timeout_ms / 1000;
+  until.tv_nsec += (long)(r->m->timeout_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+  for (;;) {
+    if (sem_timedwait(&r->done, &until) == 0) return r->code;
+    if (errno == EINTR) continue;
+    int expected = PENDING;
+    if (atomic_compare_exchange_strong(&r->state, &expected, ABANDONED)) {
+      req_unref(r); /* JS's reply, whenever it comes, frees it */
+      return GONE_TIMEOUT;
+    }
+    /* JS answered just now: its post is on the way. */
+    while (sem_wait(&r->done) != 0 && errno == EINTR) {}
+    return r->code;
+  }
+}
+
+/* Run a request whose answer is its code only. */
+static int simple(req_t *r) {
+  if (!r) return -ENOMEM;
+  int code = req_run(r, 1);
+  if (GONE(code)) return GONE_ERRNO(code);
+  req_unref(r);
+  return code;
+}
+
+/* ------------------------------------------------------------------ operations */
+
+static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi) {
+  (void)fi;
+  req_t *r = req_new(OP_GETATTR, path);
+  if (!r) return -ENOMEM;
+  int code = req_run(r, 1);
+  if (GONE(code)) return GONE_ERRNO(code);
+  if (code == 0) *st = r->st;
+  req_unref(r);
+  return code;
+}
+
+static int op_readlink(const char *path, char *buf, size_t size) {
+  req_t *r = req_new(OP_READLINK, path);
+  if (!r) return -ENOMEM;
+  int code = req_run(r, 1);
+  if (GONE(code)) return GONE_ERRNO(code);
+  if (code == 0) {
+    const char *t = r->text ? r->text : "";
+    size_t n = strlen(t);
+    if (size > 0) {
+      if (n >= size) n = size - 1;
+      memcpy(buf, t, n);
+      buf[n] = '\0';
+    }
+  }
+  req_unref(r);
+  return code;
+}
+
+static int op_mknod(const char *path, mode_t mode, dev_t dev) {
+  req_t *r = req_new(OP_MKNOD, path);
+  if (!r) return -ENOMEM;
+  r->n[0] = mode;
+  r->n[1] = (double)dev;
+  return simple(r);
+}
+
+static int op_mkdir(const char *path, mode_t mode) {
+  req_t *r = req_new(OP_MKDIR, path);
+  if (!r) return -ENOMEM;
+  r->n[0] = mode;
+  return simple(r);
+}
+
+static int op_unlink(const char *path) { return simple(req_new(OP_UNLINK, path)); }
+static int op_rmdir(const char *path) { return simple(req_new(OP_RMDIR, path)); }
+
+static int two_paths(int op, const char *a, const char *b) {
+  req_t *r = req_new(op, a);
+  if (!r) return -ENOMEM;
+  r->path2 = strdup(b ? b : "");
+  if (!r->path2) {
+    req_free(r);
+    return -ENOMEM;
+  }
+  return simple(r);
+}
+
+/* symlink(target, linkpath): JS gets (target, path) in that order, as fuse-native passed them. */
+static int op_symlink(const char *target, const char *path) { return two_paths(OP_SYMLINK, target, path); }
+
+static int op_rename(const char *from, const char *to, unsigned int flags) {
+  /* RENAME_NOREPLACE / RENAME_EXCHANGE are not offered: callers fall back to rename(2). */
+  if (flags) return -EINVAL;
+  return two_paths(OP_RENAME, from, to);
+}
+
+static int op_link(const char *from, const char *to) { return two_paths(OP_LINK, from, to); }
+
+static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi) {
+  (void)fi;
+  req_t *r = req_new(OP_CHMOD, path);
+  if (!r) return -ENOMEM;
+  r->n[0] = mode;
+  return simple(r);
+}
+
+static int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi) {
+  (void)fi;
+  req_t *r = req_new(OP_CHOWN, path);
+  if (!r) return -ENOMEM;
+  /* (uid_t)-1 / (gid_t)-1 (4294967295) mean "unchanged", as for chown(2). */
+  r->n[0] = (double)uid;
+  r->n[1] = (double)gid;
+  return simple(r);
+}
+
+static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi) {
+  req_t *r = req_new(fi ? OP_FTRUNCATE : OP_TRUNCATE, path);
+  if (!r) return -ENOMEM;
+  r->n[0] = fi ? (double)fi->fh : 0;
+  r->n[1] = (double)size;
+  return simple(r);
+}
+
+static int op_open(const char *path, struct fuse_file_info *fi) {
+  req_t *r = req_new(OP_OPEN, path);
+  if (!r) return -ENOMEM;
+  r->n[0] = fi->flags;
+  int code = req_run(r, 1);
+  if (GONE(code)) return GONE_ERRNO(code);
+  if (code == 0) fi->fh = r->fh;
+  req_unref(r);
+  return code;
+}
+
+static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi) {
+  req_t *r = req_new(OP_CREATE, path);
+  if (!r) return -ENOMEM;
+  r->n[0] = mode;
+  int code = req_run(r, 1);
+  if (GONE(code)) return GONE_ERRNO(code);
+  if (code == 0) fi->fh = r->fh;
+  req_unref(r);
+  return code;
+}
+
+static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off, struct fuse_file_info *fi) {
+  struct fuse_bufvec *vec = malloc(sizeof *vec);
+  if (!vec) return -ENOMEM;
+  *vec = FUSE_BUFVEC_INIT(0);
+  req_t *r = req_new(OP_READ, path);
+  if (!r) { free(vec); return -ENOMEM; }
+  r->data = malloc(size ? size : 1);
+  if (!r->data) { free(vec); req_free(r); return -ENOMEM; }
+  r->len = size;
+  r->n[0] = (double)fi->fh;
+  r->n[1] = (double)off;
+  int code = req_run(r, 1);
+  if (GONE(code)) { free(vec); return GONE_ERRNO(code); }
+  if (code >= 0) {
+    size_t n = (size_t)code > size ? size : (size_t)code;
+    vec->buf[0].mem = r->data; /* libfuse frees it after sending */
+    vec->buf[0].size = n;
+    r->data = NULL;
+    *bufp = vec;
+    req_unref(r);
+    return 0;
+  }
+  free(vec);
+  req_unref(r);
+  return code;
+}
+
+static int op_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
+  req_t *r = req_new(OP_WRITE, path);
+  if (!r) return -ENOMEM;
+  r->in = buf;
+  r->len = size;
+  r->n[0] = (double)fi->fh;
+  r->n[1] = (double)off;
+  int code = req_run(r, 0);
+  if (GONE(code)) return GONE_ERRNO(code);
+  req_unref(r);
+  return code;
+}
+
+static int op_statfs(const char *path, struct statvfs *sv) {
+  req_t *r = req_new(OP_STATFS, path);
+  if (!r) return -ENOMEM;
+  int code = req_run(r, 1);
+  if (GONE(code)) return GONE_ERRNO(code);
+  if (code == 0) *sv = r->sv;
+  req_unref(r);
+  return code;
+}
+
+static int with_fh(int op, const char *path, struct fuse_file_info *fi, double extra) {
+  req_t *r = req_new(op, path);
+  if (!r) return -ENOMEM;
+  r->n[0] = fi ? (double)fi->fh : 0;
+  r->n[1] = extra;
+  return simple(r);
+}
+
+static int op_flush(const char *path, struct fuse_file_info *fi) { return with_fh(OP_FLUSH, path, fi, 0); }
+static int op_release(const char *path, struct fuse_file_info *fi) { return with_fh(OP_RELEASE, path, fi, 0); }
+static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi) { return with_fh(OP_FSYNC, path, fi, datasync); }
+static int op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi) { return with_fh(OP_FSYNCDIR, path, fi, datasync); }
+
+static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off, struct fuse_file_info *fi,
+                      enum fuse_readdir_flags flags) {
+  (void)off; (void)fi; (void)flags;
+  req_t *r = req_new(OP_READDIR, path);
+  if (!r) return -ENOMEM;
+  int code = req_run(r, 1);
+  if (GONE(code)) return GONE_ERRNO(code);
+  if (code == 0) {
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    for (uint32_t i = 0; i < r->count; i++) {
+      st.st_mode = r->modes ? r->modes[i] : 0;
+      /* offset 0: the whole directory in one answer; a full buffer makes filler return 1. */
+      if (filler(buf, r->names[i], r->modes ? &st : NULL, 0, 0)) break;
+    }
+  }
+  req_unref(r);
+  return code;
+}
+
+static double ms_of(const struct timespec *t) {
+  if (t->tv_nsec == UTIME_NOW) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (double)now.tv_sec * 1000 + (double)(now.tv_nsec / 1000000);
+  }
+  return (double)t->tv_sec * 1000 + (double)(t->tv_nsec / 1000000);
+}
+
+static int op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi) {
+  (void)fi;
+  /* Only the modification time is stored: nothing to do when it is to be left as it is. */
+  if (tv[1].tv_nsec == UTIME_OMIT) return 0;
+  req_t *r = req_new(OP_UTIMENS, path);
+  if (!r) return -ENOMEM;
+  r->n[0] = tv[0].tv_nsec == UTIME_OMIT ? -1 : ms_of(&tv[0]);
+  r->n[1] = ms_of(&tv[1]);
+  return simple(r);
+}
+
+static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
+  mount_t *m = fuse_get_context()->private_data;
+  cfg->entry_timeout = m->cache_seconds;
+  cfg->attr_timeout = m->cache_seconds;
+  cfg->negative_timeout = 0;
+  /* Keep a file's pages across opens while its size and mtime are unchanged (compared at open). */
+  cfg->auto_cache = 1;
+  cfg->kernel_cache = 0;
+  cfg->use_ino = 0;
+  cfg->nullpath_ok = 0;
+  conn->max_write = 1 << 20;
+  /*
+   * Behave as libfuse 2 did for the operations above: O_TRUNC comes as a truncate after open,
+   * directory operations are serialised by the kernel, no READDIRPLUS (readdir carries modes only),
+   * and the page cache is kept or dropped by auto_cache alone.
+   */
+  conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_READDIRPLUS |
+                  FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_AUTO_INVAL_DATA);
+  req_t *r = calloc(1, sizeof *r);
+  if (r) {
+    r->op = -EV_INIT;
+    r->m = m;
+    atomic_init(&r->refs, 1);
+    sem_init(&r->done, 0, 0);
+    if (napi_call_threadsafe_function(m->tsfn, r, napi_tsfn_nonblocking) != napi_ok) req_unref(r);
+  }
+  return m;
+}
+
+static const struct fuse_operations ops = {
+  .getattr = op_getattr,
+  .readlink = op_readlink,
+  .mknod = op_mknod,
+  .mkdir = op_mkdir,
+  .unlink = op_unlink,
+  .rmdir = op_rmdir,
+  .symlink = op_symlink,
+  .rename = op_rename,
+  .link = op_link,
+  .chmod = op_chmod,
+  .chown = op_chown,
+  .truncate = op_truncate,
+  .open = op_open,
+  .write = op_write,
+  .statfs = op_statfs,
+  .flush = op_flush,
+  .release = op_release,
+  .fsync = op_fsync,
+  .readdir = op_readdir,
+  .fsyncdir = op_fsyncdir,
+  .init = op_init,
+  .create = op_create,
+  .utimens = op_utimens,
+  .read_buf = op_read_buf,
+};
+
+/* ------------------------------------------------------------------ JS side */
+
+#define CHECK(call)                                                             \
+  do {                                                                          \
+    if ((call) != napi_ok) {                                                    \
+      const napi_extended_error_info *info_;                                    \
+      napi_get_last_error_info(env, &info_);                                    \
+      bool pending_;                                                            \
+      napi_is_exception_pending(env, &pending_);                                \
+      if (!pending_)                                                            \
+        napi_throw_error(env, NULL, info_ && info_->error_message ? info_->error_message : #call); \
+      return NULL;                                                              \
+    }                                                                           \
+  } while (0)
+
+static napi_value num(napi_env env, double v) {
+  napi_value out;
+  napi_create_double(env, v, &out);
+  return out;
+}
+
+static napi_value str(napi_env env, const char *s) {
+  napi_value out;
+  napi_create_string_utf8(env, s, NAPI_AUTO_LENGTH, &out);
+  return out;
+}
+
+/* Runs on the JS thread for every request and event. */
+static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
+  (void)js_cb; (void)context;
+  req_t *r = data;
+  mount_t *m = r->m;
+  if (env == NULL) { /* the function is being torn down: nobody will answer */
+    if (r->op > 0) {
+      r->code = -EIO;
+      int expected = PENDING;
+      if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) sem_post(&r->done);
+    }
+    req_unref(r);
+    return;
+  }
+  napi_value undefined, fn;
+  napi_get_undefined(env, &undefined);
+  if (r->op < 0) {
+    int ev = -r->op;
+    req_unref(r);
+    /* Detached: what is still open in the mount must not keep the process alive. */
+    if (ev == EV_DETACHED || ev == EV_EXIT) napi_unref_threadsafe_function(env, m->tsfn);
+    if (napi_get_reference_value(env, m->events, &fn) != napi_ok || !fn) return;
+    napi_value argv[1] = { num(env, ev) };
+    napi_call_function(env, undefined, fn, 1, argv, NULL);
+    return;
+  }
+  if (napi_get_reference_value(env, m->dispatch, &fn) != napi_ok || !fn) {
+    r->code = -EIO;
+    int expected = PENDING;
+    if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) sem_post(&r->done);
+    req_unref(r);
+    return;
+  }
+  /* dispatch(req, op, path, path2, n0, n1, n2, buffer) */
+  napi_value argv[8];
+  napi_create_external(env, r, NULL, NULL, &argv[0]);
+  argv[1] = num(env, r->op);
+  argv[2] = str(env, r->path);
+  argv[3] = r->path2 ? str(env, r->path2) : undefined;
+  argv[4] = num(env, r->n[0]);
+  argv[5] = num(env, r->n[1]);
+  argv[6] = num(env, r->n[2]);
+  argv[7] = undefined;
+  if (r->op == OP_READ || r->op == OP_WRITE) {
+    void *mem = r->op == OP_READ ? (void *)r->data : (void *)r->in;
+    if (napi_create_external_buffer(env, r->len, mem, NULL, NULL, &argv[7]) != napi_ok) {
+      /* Buffers over outside memory may be refused (a V8 sandbox): copy instead. */
+      void *copy;
+      bool pending;
+      napi_is_exception_pending(env, &pending);
+      if (pending) { napi_value e; napi_get_and_clear_last_exception(env, &e); }
+      napi_create_buffer(env, r->len, &copy, &argv[7]);
+      if (r->op == OP_WRITE) memcpy(copy, r->in, r->len);
+    }
+  }
+  napi_value result;
+  if (napi_call_function(env, undefined, fn, 8, argv, &result) != napi_ok) {
+    bool pending;
+    napi_is_exception_pending(env, &pending);
+    if (pending) { napi_value e; napi_get_and_clear_last_exception(env, &e); }
+    int expected = PENDING;
+    r->code = -EIO;
+    if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) sem_post(&r->done);
+    req_unref(r);
+  }
+}
+
+static bool get_prop(napi_env env, napi_value obj, const char *name, double *out) {
+  napi_value v;
+  napi_valuetype t;
+  if (napi_get_named_property(env, obj, name, &v) != napi_ok) return false;
+  if (napi_typeof(env, v, &t) != napi_ok || t != napi_number) return false;
+  return napi_get_value_double(env, v, out) == napi_ok;
+}
+
+static void fill_stat(napi_env env, napi_value obj, struct stat *st) {
+  double v;
+  memset(st, 0, sizeof *st);
+  if (get_prop(env, obj, "mode", &v)) st->st_mode = (mode_t)v;
+  if (get_prop(env, obj, "uid", &v)) st->st_uid = (uid_t)v;
+  if (get_prop(env, obj, "gid", &v)) st->st_gid = (gid_t)v;
+  if (get_prop(env, obj, "size", &v)) st->st_size = (off_t)v;
+  st->st_nlink = get_prop(env, obj, "nlink", &v) && v > 0 ? (nlink_t)v : 1;
+  if (get_prop(env, obj, "blksize", &v)) st->st_blksize = (blksize_t)v;
+  if (get_prop(env, obj, "blocks", &v)) st->st_blocks = (blkcnt_t)v;
+  struct timespec *times[3] = { &st->st_atim, &st->st_mtim, &st->st_ctim };
+  const char *names[3] = { "atime", "mtime", "ctime" };
+  for (int i = 0; i < 3; i++) {
+    if (!get_prop(env, obj, names[i], &v)) continue;
+    int64_t ms = (int64_t)v;
+    times[i]->tv_sec = ms / 1000;
+    times[i]->tv_nsec = (long)(ms % 1000) * 1000000L;
+    if (times[i]->tv_nsec < 0) { times[i]->tv_sec--; times[i]->tv_nsec += 1000000000L; }
+  }
+}
+
+static char *dup_string(napi_env env, napi_value v) {
+  size_t len;
+  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return NULL;
+  char *s = malloc(len + 1);
+  if (s && napi_get_value_string_utf8(env, v, s, len + 1, &len) != napi_ok) { free(s); return NULL; }
+  return s;
+}
+
+/* reply(req, code, value?, extra?): store the answer and wake the waiting worker thread. */
+static napi_value js_reply(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  req_t *r;
+  if (argc < 2 || napi_get_value_external(env, argv[0], (void **)&r) != napi_ok) {
+    napi_throw_type_error(env, NULL, "reply(req, code, value?)");
+    return NULL;
+  }
+  if (atomic_load(&r->state) != PENDING) {
+    /* Answered twice, or after the worker gave up: nothing to do but let go once. */
+    if (atomic_load(&r->state) == ABANDONED) {
+      int expected = ABANDONED;
+      /* Mark it so a third call does not drop another reference. */
+      if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) req_unref(r);
+    }
+    return NULL;
+  }
+  double code;
+  if (napi_get_value_double(env, argv[1], &code) != napi_ok) code = -EIO;
+  int c = (int)code;
+  napi_valuetype t = napi_undefined;
+  if (argc > 2) napi_typeof(env, argv[2], &t);
+  if (c >= 0) {
+    switch (r->op) {
+      case OP_GETATTR:
+        if (t == napi_object) fill_stat(env, argv[2], &r->st); else c = -EIO;
+        break;
+      case OP_STATFS:
+        if (t == napi_object) {
+          double v;
+          memset(&r->sv, 0, sizeof r->sv);
+          if (get_prop(env, argv[2], "bsize", &v)) r->sv.f_bsize = (unsigned long)v;
+          if (get_prop(env, argv[2], "frsize", &v)) r->sv.f_frsize = (unsigned long)v;
+          if (get_prop(env, argv[2], "blocks", &v)) r->sv.f_blocks = (fsblkcnt_t)v;
+          if (get_prop(env, argv[2], "bfree", &v)) r->sv.f_bfree = (fsblkcnt_t)v;
+          if (get_prop(env, argv[2], "bavail", &v)) r->sv.f_bavail = (fsblkcnt_t)v;
+          if (get_prop(env, argv[2], "files", &v)) r->sv.f_files = (fsfilcnt_t)v;
+          if (get_prop(env, argv[2], "ffree", &v)) r->sv.f_ffree = (fsfilcnt_t)v;
+          if (get_prop(env, argv[2], "favail", &v)) r->sv.f_favail = (fsfilcnt_t)v;
+          if (get_prop(env, argv[2], "fsid", &v)) r->sv.f_fsid = (unsigned long)v;
+          if (get_prop(env, argv[2], "flag", &v)) r->sv.f_flag = (unsigned long)v;
+          if (get_prop(env, argv[2], "namemax", &v)) r->sv.f_namemax = (unsigned long)v;
+        } else c = -EIO;
+        break;
+      case OP_OPEN:
+      case OP_CREATE: {
+        double fh = 0;
+        if (t == napi_number) napi_get_value_double(env, argv[2], &fh);
+        r->fh = (uint64_t)fh;
+        break;
+      }
+      case OP_READLINK:
+        if (t == napi_string) { r->text = dup_string(env, argv[2]); if (!r->text) c = -ENOMEM; } else c = -EIO;
+        break;
+      case OP_READDIR: {
+        bool is_array = false;
+        if (t == napi_object) napi_is_array(env, argv[2], &is_array);
+        if (!is_array) { c = -EIO; break; }
+        uint32_t n;
+        napi_get_array_length(env, argv[2], &n);
+        napi_value stats = NULL;
+        bool have_stats = false;
+        if (argc > 3) napi_is_array(env, argv[3], &have_stats);
+        if (have_stats) stats = argv[3];
+        r->names = calloc(n ? n : 1, sizeof *r->names);
+        if (have_stats) r->modes = calloc(n ? n : 1, sizeof *r->modes);
+        if (!r->names || (have_stats && !r->modes)) { c = -ENOMEM; break; }
+        for (uint32_t i = 0; i < n; i++) {
+          napi_value v;
+          napi_get_element(env, argv[2], i, &v);
+          r->names[i] = dup_string(env, v);
+          if (!r->names[i]) { c = -EIO; break; }
+          r->count = i + 1;
+          if (have_stats) {
+            napi_value s;
+            napi_valuetype st;
+            double mode = 0;
+            napi_get_element(env, stats, i, &s);
+            napi_typeof(env, s, &st);
+            if (st == napi_object) get_prop(env, s, "mode", &mode);
+            r->modes[i] = (mode_t)mode;
+          }
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  r->code = c;
+  int expected = PENDING;
+  if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) {
+    sem_post(&r->done);
+    req_unref(r);
+  } else {
+    req_unref(r); /* abandoned meanwhile: the worker let go already */
+  }
+  return NULL;
+}
+
+static void *loop_main(void *arg) {
+  mount_t *m = arg;
+  struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_clone_fd(cfg, 0);
+  fuse_loop_cfg_set_max_threads(cfg, 64);
+  fuse_loop_cfg_set_idle_threads(cfg, 8);
+  fuse_loop_mt(m->fuse, cfg);
+  fuse_loop_cfg_destroy(cfg);
+  fuse_unmount(m->fuse);
+  fuse_destroy(m->fuse);
+  m->fuse = NULL;
+  req_t *r = calloc(1, sizeof *r);
+  if (r) {
+    r->op = -EV_EXIT;
+    r->m = m;
+    atomic_init(&r->refs, 1);
+    sem_init(&r->done, 0, 0);
+    if (napi_call_threadsafe_function(m->tsfn, r, napi_tsfn_blocking) != napi_ok) req_unref(r);
+  }
+  pthread_mutex_lock(&m->lock);
+  m->ended = 1;
+  pthread_mutex_unlock(&m->lock);
+  napi_release_threadsafe_function(m->tsfn, napi_tsfn_release); /* m may be freed from here on */
+  return NULL;
+}
+
+/* The JS handle was collected. */
+static void mount_finalize(napi_env env, void *data, void *hint) {
+  (void)env; (void)hint;
+  mount_unref(data);
+}
+
+/* The thread-safe function is gone (the loop ended and released it): on the JS thread. */
+static void tsfn_finalize(napi_env env, void *data, void *hint) {
+  (void)hint;
+  mount_t *m = data;
+  napi_delete_reference(env, m->dispatch);
+  napi_delete_reference(env, m->events);
+  mount_unref(m);
+}
+
+/*
+ * mount(dir, args: string[], cacheSeconds, timeoutMs, dispatch, events) → handle.
+ * Mounts synchronously (fuse_mount) and starts serving on a thread of its own; `events(1)` once the
+ * kernel's INIT is answered, `events(2)` once the loop has ended and the connection is closed.
+ */
+static napi_value js_mount(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 6) {
+    napi_throw_type_error(env, NULL, "mount(dir, args, cacheSeconds, timeoutMs, dispatch, events)");
+    return NULL;
+  }
+  mount_t *m = calloc(1, sizeof *m);
+  if (!m) { napi_throw_error(env, "ENOMEM", "out of memory"); return NULL; }
+  m->dir = dup_string(env, argv[0]);
+  uint32_t nargs = 0;
+  CHECK(napi_get_array_length(env, argv[1], &nargs));
+  CHECK(napi_get_value_double(env, argv[2], &m->cache_seconds));
+  double timeout;
+  CHECK(napi_get_value_double(env, argv[3], &timeout));
+  m->timeout_ms = (int)timeout;
+  char **args = calloc(nargs + 2, sizeof *args);
+  args[0] = strdup("svc");
+  for (uint32_t i = 0; i < nargs; i++) {
+    napi_value v;
+    napi_get_element(env, argv[1], i, &v);
+    args[i + 1] = dup_string(env, v);
+  }
+  struct fuse_args fargs = FUSE_ARGS_INIT((int)nargs + 1, args);
+  m->fuse = fuse_new(&fargs, &ops, sizeof ops, m);
+  fuse_opt_free_args(&fargs);
+  for (uint32_t i = 0; i <= nargs; i++) free(args[i]);
+  free(args);
+  if (!m->fuse) {
+    free(m->dir);
+    free(m);
+    napi_throw_error(env, "EINVAL", "libfuse refused the mount options");
+    return NULL;
+  }
+  if (fuse_mount(m->fuse, m->dir) != 0) {
+    fuse_destroy(m->fuse);
+    free(m->dir);
+    free(m);
+    napi_throw_error(env, "EMOUNT", "libfuse could not mount (is /dev/fuse usable and fusermount3 installed?)");
+    return NULL;
+  }
+  CHECK(napi_create_reference(env, argv[4], 1, &m->dispatch));
+  CHECK(napi_create_reference(env, argv[5], 1, &m->events));
+  napi_value name = str(env, "svc-fuse3");
+  atomic_init(&m->refs, 2);
+  pthread_mutex_init(&m->lock, NULL);
+  CHECK(napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, m, tsfn_finalize, NULL, call_js, &m->tsfn));
+  if (pthread_create(&m->loop, NULL, loop_main, m) != 0) {
+    fuse_unmount(m->fuse);
+    fuse_destroy(m->fuse);
+    m->fuse = NULL;
+    atomic_store(&m->refs, 1); /* the tsfn's finalizer frees it */
+    napi_release_threadsafe_function(m->tsfn, napi_tsfn_abort);
+    napi_throw_error(env, "EAGAIN", "cannot start the FUSE thread");
+    return NULL;
+  }
+  pthread_detach(m->loop);
+  napi_value handle;
+  CHECK(napi_create_external(env, m, mount_finalize, NULL, &handle));
+  return handle;
+}
+
+/* fd(handle): the connection's /dev/fuse descriptor, for kernel notifications; -1 once closed. */
+static napi_value js_fd(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  mount_t *m;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  CHECK(napi_get_value_external(env, argv[0], (void **)&m));
+  int fd = m->fuse ? fuse_session_fd(fuse_get_session(m->fuse)) : -1;
+  return num(env, fd);
+}
+
+typedef struct detach_s {
+  mount_t *m;
+  char *dir;
+} detach_t;
+
+static void *detach_main(void *arg) {
+  detach_t *d = arg;
+  /*
+   * Detach lazily, without closing the connection: the loop's threads then see it end (ENODEV) once
+   * nothing in the mount is open any more, and loop_main closes and frees what is left. Open files
+   * keep being served until then, as on a lazily unmounted disk.
+   */
+  if (geteuid() == 0) {
+    umount2(d->dir, MNT_DETACH);
+  } else {
+    pid_t pid = fork();
+    if (pid == 0) {
+      int null = open("/dev/null", O_RDWR);
+      if (null >= 0) { dup2(null, 1); dup2(null, 2); }
+      execlp("fusermount3", "fusermount3", "-u", "-q", "-z", "--", d->dir, (char *)NULL);
+      execlp("fusermount", "fusermount", "-u", "-q", "-z", "--", d->dir, (char *)NULL);
+      _exit(127);
+    }
+    if (pid > 0) waitpid(pid, NULL, 0);
+  }
+  /* This thread acquired the thread-safe function, so the mount is still allocated here. */
+  req_t *r = calloc(1, sizeof *r);
+  if (r) {
+    r->op = -EV_DETACHED;
+    r->m = d->m;
+    atomic_init(&r->refs, 1);
+    sem_init(&r->done, 0, 0);
+    if (napi_call_threadsafe_function(d->m->tsfn, r, napi_tsfn_blocking) != napi_ok) req_unref(r);
+  }
+  napi_release_threadsafe_function(d->m->tsfn, napi_tsfn_release);
+  free(d->dir);
+  free(d);
+  return NULL;
+}
+
+/*
+ * unmount(handle) → true when a detach was started (events(3) follows once done), false when the
+ * mount has ended already. The detach runs on a thread of its own: it may need this mount answered.
+ */
+static napi_value js_unmount(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  mount_t *m;
+  napi_value result;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  CHECK(napi_get_value_external(env, argv[0], (void **)&m));
+  int acquired = 0;
+  if (!atomic_exchange(&m->unmounting, 1)) {
+    pthread_mutex_lock(&m->lock);
+    acquired = !m->ended && napi_acquire_threadsafe_function(m->tsfn) == napi_ok;
+    pthread_mutex_unlock(&m->lock);
+  }
+  if (!acquired) {
+    napi_get_boolean(env, false, &result);
+    return result;
+  }
+  detach_t *d = calloc(1, sizeof *d);
+  pthread_t t;
+  if (d) { d->m = m; d->dir = strdup(m->dir); }
+  if (!d || !d->dir || pthread_create(&t, NULL, detach_main, d) != 0) {
+    if (d) free(d->dir);
+    free(d);
+    napi_release_threadsafe_function(m->tsfn, napi_tsfn_release);
+    atomic_store(&m->unmounting, 0);
+    napi_throw_error(env, "EAGAIN", "cannot start the unmount thread");
+    return NULL;
+  }
+  pthread_detach(t);
+  napi_get_boolean(env, true, &result);
+  return result;
+}
+
+NAPI_MODULE_INIT() {
+  napi_property_descriptor props[] = {
+    { "mount", NULL, js_mount, NULL, NULL, NULL, napi_default, NULL },
+    { "reply", NULL, js_reply, NULL, NULL, NULL, napi_default, NULL },
+    { "fd", NULL, js_fd, NULL, NULL, NULL, napi_default, NULL },
+    { "unmount", NULL, js_unmount, NULL, NULL, NULL, napi_default, NULL },
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  return exports;
+}
