@@ -1,13 +1,13 @@
 /*
  * bench/fuse-floor-ll.c: the kernel's floor for bench/fuse.ts. A bare in-memory file system on
- * libfuse 3's low-level API, in C, single-threaded (one request at a time, as fuse-native hands
+ * libfuse 3's low-level API, in C, single-threaded (one request at a time, as both JS bindings hand
  * every request to the one JS thread), with what libfuse 3 offers and libfuse 2 does not:
  * 1 MiB writes (max_pages), inode numbers instead of paths, create answering with the new entry,
  * keep_cache on every open. Entries and attributes are cached for 0.5 s, as on the daemon's mount;
  * mounted with default_permissions. Whatever an operation costs here is the kernel's FUSE round
  * trips with the least server work any binding could give them: no JS, no hand-over between
  * threads, no store. bench/fuse.ts builds it with `cc` and pkg-config's fuse3 flags (the Debian
- * package libfuse3-dev) and shows it beside the fuse-native floor (bench/fuse-floor.ts).
+ * package libfuse3-dev) and shows it beside the binding floor (bench/fuse-floor.ts).
  *
  *   cc -O2 -o floor-ll bench/fuse-floor-ll.c $(pkg-config --cflags --libs fuse3)
  *   ./floor-ll MOUNTDIR      prints "ready" once mounted; SIGTERM or SIGINT unmounts and exits 0

@@ -1,15 +1,16 @@
 /**
  * @module bench/fuse-floor
- * The floor for bench/fuse.ts: a bare in-memory file system served by fuse-native through the same
- * {@link NativeMount} and the same mount options as the daemon's mount (src/transports/fuse/mount.ts),
- * with no svc code behind it. Whatever a small-file operation costs here is the binding's and the
- * kernel's (libfuse 2's thread, the hand-over to the JS thread and back), so bench/fuse.ts can show
- * which part of the mount's gap to the disk is fuse-native and which is svc.
+ * The floor for bench/fuse.ts: a bare in-memory file system served through the same
+ * {@link NativeMount} (so the same binding: svc's libfuse 3 addon where built, else fuse-native) and
+ * the same mount options as the daemon's mount (src/transports/fuse/mount.ts), with no svc code
+ * behind it. Whatever a small-file operation costs here is the binding's and the kernel's (libfuse's
+ * threads, the hand-over to the JS thread and back), so bench/fuse.ts can show which part of the
+ * mount's gap to the disk is the binding's and which is svc's.
  *
  * Run as a child process (it must not be the process that drives the mount with synchronous fs calls):
  *   node --import tsx bench/fuse-floor.ts MOUNTDIR
- * Prints `ready` once the kernel serves requests; SIGTERM or SIGINT unmounts and exits (if fuse-native's
- * unmount fails, `fusermount -uz` detaches lazily). Not a general file system: no hard links, no
+ * Prints `ready` once the kernel serves requests; SIGTERM or SIGINT unmounts and exits (if the
+ * binding's unmount fails, `fusermount -uz` detaches lazily). Not a general file system: no hard links, no
  * extended attributes, contents held whole in memory.
  */
 import { constants as fsConstants } from 'node:fs';

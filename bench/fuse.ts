@@ -17,10 +17,12 @@
  * - 4 KiB reads at random offsets (best of 3 rounds, in turn likewise);
  * - the close-only write, the cold, warm and random reads and the small-file rows below also on the floor;
  * - create, stat and delete 2,000 small files, also on a third side: the FLOOR, a bare in-memory
- *   file system on fuse-native (bench/fuse-floor.ts, a second child process) mounted through the same
- *   NativeMount with the same options as the daemon's mount. Its times are what the binding and the
- *   kernel cost with no svc code behind them, so the table shows which part of the mount's gap to the
- *   disk is fuse-native's and which is svc's. Rounds run interleaved (disk, mount, floor), best of
+ *   file system (bench/fuse-floor.ts, a second child process) mounted through the same NativeMount,
+ *   binding and options as the daemon's mount. Its times are what the binding and the kernel cost
+ *   with no svc code behind them, so the table shows which part of the mount's gap to the disk is
+ *   the binding's and which is svc's. Both use the binding NativeMount picks (svc's libfuse 3 addon
+ *   where built); `SVC_FUSE_BINDING=fuse-native npm run bench:fuse` times fuse-native instead, and the
+ *   output names the binding. Rounds run interleaved (disk, mount, floor), best of
  *   --rounds; the server processes' CPU time per file is printed on stderr;
  * - the same floor rows on a fourth side, the KERNEL FLOOR: bench/fuse-floor-ll.c, a bare in-memory
  *   file system in C on libfuse 3's low-level API (1 MiB writes, inode numbers, one request at a
@@ -61,7 +63,7 @@ const ROUNDS = arg('rounds', 3);
  */
 const WRITE_ROUNDS = arg('write-rounds', 3);
 const RANDOM_READS = 5000;
-/** The bare fuse-native file system timed as the floor (run as a child with tsx's loader). */
+/** The bare in-memory file system timed as the floor (run as a child with tsx's loader). */
 const FLOOR = join(ROOT, 'bench', 'fuse-floor.ts');
 
 const ms = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
@@ -219,10 +221,10 @@ function startDaemon(dataDir: string, mnt: string): Promise<ChildProcess> {
     /svc mounted at/);
 }
 
-/** The bare fuse-native file system (bench/fuse-floor.ts) mounted at `mnt`. */
+/** The bare in-memory file system (bench/fuse-floor.ts) mounted at `mnt` through the mount's binding. */
 function startFloor(mnt: string): Promise<ChildProcess> {
   mkdirSync(mnt, { recursive: true });
-  return startServer('the bare fuse-native file system', ['--import', 'tsx', FLOOR, mnt], /^ready$/m);
+  return startServer('the bare in-memory file system', ['--import', 'tsx', FLOOR, mnt], /^ready$/m);
 }
 
 /** The libfuse 3 low-level C file system (bench/fuse-floor-ll.c, built) mounted at `mnt`. */
@@ -273,7 +275,7 @@ async function main(): Promise<void> {
   let ll: ChildProcess | undefined;
   /** operation, disk, mount, floor, kernel floor, mount vs disk, floor vs disk, kernel floor vs disk, target */
   const rows: string[][] = [];
-  /** `floors`: the fuse-native floor's and the kernel floor's figures and ratios, where timed. */
+  /** `floors`: the binding floor's and the kernel floor's figures and ratios, where timed. */
   const row = (name: string, d: string, m: string, ratio: string, target = '', floors: [string, string, string, string] = ['', '', '', '']) => {
     const [f, fRatio, k, kRatio] = floors;
     rows.push([name, d, m, f, k, ratio, fRatio, kRatio, target]);
@@ -285,7 +287,7 @@ async function main(): Promise<void> {
     daemon = await startDaemon(join(base, 'data'), mnt);
     floor = await startFloor(floorMnt);
     if ('binary' in built) ll = await startKernelFloor(built.binary, llMnt);
-    /** The floors' directories: the fuse-native floor's, then the kernel floor's when it runs. */
+    /** The floors' directories: the binding floor's, then the kernel floor's when it runs. */
     const floorDirs = ll ? [floorMnt, llMnt] : [floorMnt];
     /** The floors' [figure, ratio] pairs, blank for a floor that did not run. */
     const floorCells = (values: number[], fmt: (v: number) => string, ratio: (v: number) => string): [string, string, string, string] => {
@@ -363,11 +365,12 @@ async function main(): Promise<void> {
   }
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
   console.log(`\nbench:fuse on ${cpus().length} × ${cpu}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}\n`);
-  console.log('| operation | plain disk | FUSE mount | bare fuse-native, in memory (floor) | libfuse 3 low-level C, in memory (kernel floor) '
+  console.log(`FUSE binding of the mount and the floor: ${support.binding}\n`);
+  console.log(`| operation | plain disk | FUSE mount | bare ${support.binding}, in memory (floor) | libfuse 3 low-level C, in memory (kernel floor) `
     + '| mount vs disk | floor vs disk | kernel floor vs disk | target |');
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
-  console.log(`\nThe floor is bench/fuse-floor.ts: fuse-native with the mount's options and no svc code behind it, bytes in memory. `
+  console.log(`\nThe floor is bench/fuse-floor.ts: the mount's binding (${support.binding}) and options with no svc code behind it, bytes in memory. `
     + 'The kernel floor is bench/fuse-floor-ll.c: libfuse 3\'s low-level API in C, one request at a time, 1 MiB writes, bytes in memory: '
     + 'the FUSE round trips with the least server work any binding could give them'
     + `${'reason' in built ? ` (not run here: ${built.reason})` : ''}. Both are timed for the close-only write, the cold, warm and random reads and the small-file rows.`);

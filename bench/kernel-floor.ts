@@ -1,6 +1,6 @@
 /**
  * @module bench/kernel-floor
- * Building bench/fuse-floor-ll.c, the kernel floor bench/fuse.ts times beside the fuse-native floor:
+ * Building bench/fuse-floor-ll.c, the kernel floor bench/fuse.ts times beside the binding floor (bench/fuse-floor.ts):
  * a bare in-memory file system in C on libfuse 3's low-level API (see the C file's header).
  */
 import { execFileSync } from 'node:child_process';

@@ -1,6 +1,6 @@
 /**
  * bench/fuse-floor.ts and bench/fuse-floor-ll.c, the bare file systems bench/fuse.ts times as its
- * floors (fuse-native in JS, and libfuse 3's low-level API in C, the kernel floor): each must behave
+ * floors (the mount's binding in JS, and libfuse 3's low-level API in C, the kernel floor): each must behave
  * like a plain directory for what the bench (and a reader checking it by hand) does, and unmount on
  * SIGTERM. The same shell script runs in a plain directory and in the floor's mount; the outputs
  * must agree.
@@ -87,7 +87,7 @@ const support = fuseSupport();
 if (!support.available) {
   t.pass(`skipped: ${support.reason}`);
 } else {
-  floorTests('the fuse-native floor (bench/fuse-floor.ts)', process.execPath, ['--import', 'tsx', FLOOR]);
+  floorTests(`the binding floor (bench/fuse-floor.ts, ${support.binding})`, process.execPath, ['--import', 'tsx', FLOOR]);
   const buildDir = tempDir('svc-fuse-floor-ll-');
   t.teardown(() => rmSync(buildDir, { recursive: true, force: true }));
   const built = buildKernelFloor(buildDir);
