@@ -95,7 +95,7 @@ typedef struct req_s {
   uint64_t fh;
   char *text;        /* readlink */
   char **names;      /* readdir */
-  mode_t *modes;
+  struct stat *stats; /* readdir: each entry's attributes, when JS gave them */
   uint32_t count;
 } req_t;
 
@@ -108,7 +108,7 @@ static void req_free(req_t *r) {
     for (uint32_t i = 0; i < r->count; i++) free(r->names[i]);
     free(r->names);
   }
-  free(r->modes);
+  free(r->stats);
   sem_destroy(&r->done);
   free(r);
 }
@@ -364,24 +364,64 @@ static int op_release(const char *path, struct fuse_file_info *fi) { return with
 static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi) { return with_fh(OP_FSYNC, path, fi, datasync); }
 static int op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi) { return with_fh(OP_FSYNCDIR, path, fi, datasync); }
 
+/*
+ * A directory handle: the listing JS gave at the first readdir (offset 0), served from here for
+ * the kernel's following requests, which each take one buffer's worth of entries from an offset
+ * (entry i is at offset i + 1). libfuse only passes READDIRPLUS attributes on in this offset mode,
+ * and answering every request from one listing keeps a large directory from being listed once per
+ * buffer.
+ */
+typedef struct dir_s {
+  pthread_mutex_t lock;
+  req_t *list; /* the answered readdir request: names and, when JS gave them, attributes */
+} dir_t;
+
+static int op_opendir(const char *path, struct fuse_file_info *fi) {
+  (void)path;
+  dir_t *d = calloc(1, sizeof *d);
+  if (!d) return -ENOMEM;
+  pthread_mutex_init(&d->lock, NULL);
+  fi->fh = (uint64_t)(uintptr_t)d;
+  return 0;
+}
+
+static int op_releasedir(const char *path, struct fuse_file_info *fi) {
+  (void)path;
+  dir_t *d = (dir_t *)(uintptr_t)fi->fh;
+  if (!d) return 0;
+  if (d->list) req_unref(d->list);
+  pthread_mutex_destroy(&d->lock);
+  free(d);
+  return 0;
+}
+
+/*
+ * With READDIRPLUS each entry carries the attributes JS gave, as a lookup would: `ls -l`, `find`
+ * and file managers then stat from the kernel's cache instead of asking once per entry.
+ */
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off, struct fuse_file_info *fi,
                       enum fuse_readdir_flags flags) {
-  (void)off; (void)fi; (void)flags;
-  req_t *r = req_new(OP_READDIR, path);
-  if (!r) return -ENOMEM;
-  int code = req_run(r, 1);
-  if (GONE(code)) return GONE_ERRNO(code);
-  if (code == 0) {
-    struct stat st;
-    memset(&st, 0, sizeof st);
-    for (uint32_t i = 0; i < r->count; i++) {
-      st.st_mode = r->modes ? r->modes[i] : 0;
-      /* offset 0: the whole directory in one answer; a full buffer makes filler return 1. */
-      if (filler(buf, r->names[i], r->modes ? &st : NULL, 0, 0)) break;
-    }
+  dir_t *d = (dir_t *)(uintptr_t)fi->fh;
+  if (!d) return -EBADF;
+  pthread_mutex_lock(&d->lock);
+  if (off == 0 || !d->list) {
+    /* Offset 0 (a new listing or rewinddir): ask again. */
+    if (d->list) req_unref(d->list);
+    d->list = NULL;
+    req_t *r = req_new(OP_READDIR, path);
+    if (!r) { pthread_mutex_unlock(&d->lock); return -ENOMEM; }
+    int code = req_run(r, 1);
+    if (GONE(code)) { pthread_mutex_unlock(&d->lock); return GONE_ERRNO(code); }
+    if (code != 0) { req_unref(r); pthread_mutex_unlock(&d->lock); return code; }
+    d->list = r;
   }
-  req_unref(r);
-  return code;
+  req_t *r = d->list;
+  enum fuse_fill_dir_flags plus = (flags & FUSE_READDIR_PLUS) && r->stats ? FUSE_FILL_DIR_PLUS : 0;
+  for (uint32_t i = (uint32_t)off; i < r->count; i++) {
+    if (filler(buf, r->names[i], r->stats ? &r->stats[i] : NULL, (off_t)i + 1, plus)) break; /* buffer full */
+  }
+  pthread_mutex_unlock(&d->lock);
+  return 0;
 }
 
 static double ms_of(const struct timespec *t) {
@@ -416,12 +456,13 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
   cfg->nullpath_ok = 0;
   conn->max_write = 1 << 20;
   /*
-   * Behave as libfuse 2 did for the operations above: O_TRUNC comes as a truncate after open,
-   * directory operations are serialised by the kernel, no READDIRPLUS (readdir carries modes only),
-   * and the page cache is kept or dropped by auto_cache alone.
+   * Behave as libfuse 2 did where the file system relies on it: O_TRUNC comes as a truncate after
+   * open, directory operations are serialised by the kernel, and the page cache is kept or dropped
+   * by auto_cache alone. READDIRPLUS on every readdir request, not only the first of a listing
+   * (the kernel's adaptive mode): `find` reads a whole directory before it stats its entries.
    */
-  conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_READDIRPLUS |
-                  FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_AUTO_INVAL_DATA);
+  conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_AUTO_INVAL_DATA |
+                  FUSE_CAP_READDIRPLUS_AUTO);
   req_t *r = calloc(1, sizeof *r);
   if (r) {
     r->op = -EV_INIT;
@@ -452,7 +493,9 @@ static const struct fuse_operations ops = {
   .flush = op_flush,
   .release = op_release,
   .fsync = op_fsync,
+  .opendir = op_opendir,
   .readdir = op_readdir,
+  .releasedir = op_releasedir,
   .fsyncdir = op_fsyncdir,
   .init = op_init,
   .create = op_create,
@@ -658,8 +701,8 @@ static napi_value js_reply(napi_env env, napi_callback_info info) {
         if (argc > 3) napi_is_array(env, argv[3], &have_stats);
         if (have_stats) stats = argv[3];
         r->names = calloc(n ? n : 1, sizeof *r->names);
-        if (have_stats) r->modes = calloc(n ? n : 1, sizeof *r->modes);
-        if (!r->names || (have_stats && !r->modes)) { c = -ENOMEM; break; }
+        if (have_stats) r->stats = calloc(n ? n : 1, sizeof *r->stats);
+        if (!r->names || (have_stats && !r->stats)) { c = -ENOMEM; break; }
         for (uint32_t i = 0; i < n; i++) {
           napi_value v;
           napi_get_element(env, argv[2], i, &v);
@@ -669,11 +712,16 @@ static napi_value js_reply(napi_env env, napi_callback_info info) {
           if (have_stats) {
             napi_value s;
             napi_valuetype st;
-            double mode = 0;
             napi_get_element(env, stats, i, &s);
             napi_typeof(env, s, &st);
-            if (st == napi_object) get_prop(env, s, "mode", &mode);
-            r->modes[i] = (mode_t)mode;
+            /* An entry without attributes cannot be given with READDIRPLUS: none of them are. */
+            if (st != napi_object) { free(r->stats); r->stats = NULL; have_stats = false; continue; }
+            fill_stat(env, s, &r->stats[i]);
+            /*
+             * libfuse numbers every entry but "." and ".." itself (the node id); those two keep this
+             * one, and readdir(3) skips an entry whose inode number is 0.
+             */
+            r->stats[i].st_ino = 0xffffffff;
           }
         }
         break;

@@ -6,7 +6,8 @@
  *
  * - the request sizes each negotiates: 1 MiB writes and direct reads on libfuse 3, 128 KiB on libfuse 2;
  * - what both must pass on unchanged: chown's "unchanged" ids, `touch -a` leaving the mtime alone,
- *   `touch -d`'s mtime, file types in a directory listing;
+ *   `touch -d`'s mtime, file types in a directory listing, "." and "..";
+ * - libfuse 3 answers a listing with each entry's attributes (READDIRPLUS): `ls -l` asks no getattr;
  * - libfuse 3: an unanswered request fails with ETIMEDOUT after the mount's timeout, and the late
  *   answer harms nothing; SIGTERM unmounts and the process exits although a file is still open.
  *
@@ -140,6 +141,19 @@ for (const binding of ['libfuse3', 'fuse-native'] as const) {
       await shOk(`touch -a ${mnt}/f`);
       t.equal((await shOk(`stat -c %Y ${mnt}/f`)).trim(), set, 'touch -a leaves the mtime alone');
       t.match(await shOk(`find ${mnt} -maxdepth 1 -type f -printf '%f\\n' | sort`), /^big\nf\n$/, 'readdir carries file types');
+    });
+
+    t.test('a listing carries the entries\' attributes on libfuse 3 (READDIRPLUS)', async (t) => {
+      await shOk(`for i in $(seq 50); do echo $i > ${mnt}/many$i; done`);
+      await new Promise((ok) => setTimeout(ok, 700)); // the creates' cached attributes expire (0.5 s)
+      const from = probe.lines.length;
+      const listing = await shOk(`ls -la ${mnt}`);
+      const asked = probe.lines.slice(from).filter((l) => l.startsWith('getattr /many')).length;
+      if (wide) t.ok(asked < 5, `ls -l asked for ${asked} of 50 files' attributes`);
+      else t.ok(asked >= 50, `libfuse 2: ls -l asks once per file (${asked})`);
+      t.match(listing, /^d\S+ .* \.\n/m, 'the listing shows "."');
+      t.match(listing, /^d\S+ .* \.\.\n/m, 'the listing shows ".."');
+      t.equal(listing.split('\n').filter((l) => / many\d+$/.test(l)).length, 50, 'every entry listed once');
     });
 
     if (wide) {
