@@ -30,6 +30,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -741,8 +743,16 @@ static napi_value js_reply(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* Signals are Node's to take, on its own thread: none on the threads started here (nor theirs). */
+static void block_signals(void) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+}
+
 static void *loop_main(void *arg) {
   mount_t *m = arg;
+  block_signals();
   struct fuse_loop_config *cfg = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(cfg, 0);
   fuse_loop_cfg_set_max_threads(cfg, 64);
@@ -866,8 +876,11 @@ typedef struct detach_s {
   char *dir;
 } detach_t;
 
+extern char **environ;
+
 static void *detach_main(void *arg) {
   detach_t *d = arg;
+  block_signals();
   /*
    * Detach lazily, without closing the connection: the loop's threads then see it end (ENODEV) once
    * nothing in the mount is open any more, and loop_main closes and frees what is left. Open files
@@ -876,15 +889,21 @@ static void *detach_main(void *arg) {
   if (geteuid() == 0) {
     umount2(d->dir, MNT_DETACH);
   } else {
-    pid_t pid = fork();
-    if (pid == 0) {
-      int null = open("/dev/null", O_RDWR);
-      if (null >= 0) { dup2(null, 1); dup2(null, 2); }
-      execlp("fusermount3", "fusermount3", "-u", "-q", "-z", "--", d->dir, (char *)NULL);
-      execlp("fusermount", "fusermount", "-u", "-q", "-z", "--", d->dir, (char *)NULL);
-      _exit(127);
+    const char *helpers[] = { "fusermount3", "fusermount" };
+    for (int i = 0; i < 2; i++) {
+      char *argv[] = { (char *)helpers[i], "-u", "-q", "-z", "--", d->dir, NULL };
+      posix_spawn_file_actions_t quiet;
+      posix_spawn_file_actions_init(&quiet);
+      posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+      posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
+      pid_t pid;
+      int spawned = posix_spawnp(&pid, helpers[i], &quiet, NULL, argv, environ);
+      posix_spawn_file_actions_destroy(&quiet);
+      if (spawned != 0) continue; /* not installed: try the next name */
+      int status;
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+      break;
     }
-    if (pid > 0) waitpid(pid, NULL, 0);
   }
   /* This thread acquired the thread-safe function, so the mount is still allocated here. */
   req_t *r = calloc(1, sizeof *r);

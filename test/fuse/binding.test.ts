@@ -9,14 +9,15 @@
  *   `touch -d`'s mtime, file types in a directory listing, "." and "..";
  * - libfuse 3 answers a listing with each entry's attributes (READDIRPLUS): `ls -l` asks no getattr;
  * - libfuse 3: an unanswered request fails with ETIMEDOUT after the mount's timeout, and the late
- *   answer harms nothing; SIGTERM unmounts and the process exits although a file is still open.
+ *   answer harms nothing; an ordinary user (nobody, when the test runs as root) mounts and unmounts
+ *   through fusermount3; SIGTERM unmounts and the process exits although a file is still open.
  *
  * As root on Linux with FUSE (CI), a libfuse 3 addon that is not built fails the test rather than
  * skipping it: `npm run build` must build it there.
  */
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fuseSupport } from '../../src/native/fuse.js';
@@ -31,6 +32,9 @@ const support = fuseSupport();
 const skip = support.available ? undefined : `FUSE tests skipped: ${support.reason}`;
 if (skip) console.log(`# ${skip}`);
 const asRoot = process.getuid?.() === 0;
+const hasSetpriv = spawnSync('setpriv', ['--version']).status === 0;
+/** The unprivileged user the ordinary-user test acts as. */
+const NOBODY = 65534;
 
 interface Probe {
   child: ChildProcess;
@@ -41,9 +45,12 @@ interface Probe {
   exited: Promise<number | null>;
 }
 
-function startProbe(mnt: string, binding: string): Promise<Probe> {
+/** `as`: run the probe as this user (through setpriv) instead of as this process's. */
+function startProbe(mnt: string, binding: string, as?: { uid: number; gid: number }): Promise<Probe> {
   const env = { ...process.env, SVC_FUSE_BINDING: binding };
-  const child = spawn(process.execPath, ['--import', 'tsx', PROBE, mnt, String(TIMEOUT_MS)], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const node = [process.execPath, '--import', 'tsx', PROBE, mnt, String(TIMEOUT_MS)];
+  const [cmd, ...args] = as ? ['setpriv', `--reuid=${as.uid}`, `--regid=${as.gid}`, '--clear-groups', ...node] : node;
+  const child = spawn(cmd!, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   let stderr = '';
   let waiters: (() => void)[] = [];
@@ -165,6 +172,28 @@ for (const binding of ['libfuse3', 'fuse-native'] as const) {
         t.ok(Date.now() - started >= TIMEOUT_MS * 0.9, 'after the mount\'s timeout');
         await new Promise((ok) => setTimeout(ok, TIMEOUT_MS * 3));
         t.equal((await shOk(`cat ${mnt}/f`)).trim(), 'hi', 'the mount still answers after the late answer');
+      });
+
+      t.test('an ordinary user mounts and unmounts (fusermount3)', { skip: asRoot && hasSetpriv ? undefined : 'needs root (to act as nobody) and setpriv' }, async (t) => {
+        // The mount and the lazy unmount go through the setuid fusermount3, as on a desktop. nobody
+        // needs /dev/fuse, which some containers (CI) leave 0600: opened up for this test only.
+        const mode = statSync('/dev/fuse').mode & 0o777;
+        chmodSync('/dev/fuse', 0o666);
+        t.teardown(() => chmodSync('/dev/fuse', mode));
+        const home = tempDir('svc-binding-user-');
+        const userMnt = join(home, 'mnt');
+        mkdirSync(userMnt);
+        chownSync(home, NOBODY, NOBODY);
+        chownSync(userMnt, NOBODY, NOBODY);
+        const user = await startProbe(userMnt, 'libfuse3', { uid: NOBODY, gid: NOBODY });
+        t.teardown(() => stopProbe(user, userMnt));
+        t.equal(user.lines[0], 'ready libfuse3');
+        t.match(readFileSync('/proc/self/mountinfo', 'utf8'), new RegExp(`${userMnt} .*user_id=${NOBODY}`), 'mounted for nobody');
+        await shOk(`setpriv --reuid=${NOBODY} --regid=${NOBODY} --clear-groups bash -c 'echo hello > ${userMnt}/g && cat ${userMnt}/g'`);
+        user.child.kill('SIGTERM');
+        await user.waitFor(/^unmounted$/);
+        t.notOk(isMounted(userMnt), 'fusermount3 -u -z detached it');
+        t.equal(await Promise.race([user.exited, new Promise((ok) => setTimeout(() => ok('still running'), 5000))]), 0, 'the process exits');
       });
 
       t.test('SIGTERM unmounts, and the process exits with a file still open', async (t) => {
