@@ -86,7 +86,7 @@ typedef struct req_s {
   atomic_int state;  /* PENDING → REPLIED (JS answered) or ABANDONED (the worker timed out) */
   sem_t done;
   char *path, *path2;
-  double n[3];       /* numeric arguments (fh, mode, size, offset, ...) */
+  double n[2];       /* numeric arguments (fh, mode, size, offset, ...) */
   const char *in;    /* a write's bytes (libfuse's buffer) */
   char *data;        /* a read's buffer, allocated here */
   size_t len;
@@ -565,30 +565,29 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
     req_unref(r);
     return;
   }
-  /* dispatch(req, op, path, path2, n0, n1, n2, buffer) */
-  napi_value argv[8];
+  /* dispatch(req, op, path, path2, n0, n1, buffer) */
+  napi_value argv[7];
   napi_create_external(env, r, NULL, NULL, &argv[0]);
   argv[1] = num(env, r->op);
   argv[2] = str(env, r->path);
   argv[3] = r->path2 ? str(env, r->path2) : undefined;
   argv[4] = num(env, r->n[0]);
   argv[5] = num(env, r->n[1]);
-  argv[6] = num(env, r->n[2]);
-  argv[7] = undefined;
+  argv[6] = undefined;
   if (r->op == OP_READ || r->op == OP_WRITE) {
     void *mem = r->op == OP_READ ? (void *)r->data : (void *)r->in;
-    if (napi_create_external_buffer(env, r->len, mem, NULL, NULL, &argv[7]) != napi_ok) {
+    if (napi_create_external_buffer(env, r->len, mem, NULL, NULL, &argv[6]) != napi_ok) {
       /* Buffers over outside memory may be refused (a V8 sandbox): copy instead. */
       void *copy;
       bool pending;
       napi_is_exception_pending(env, &pending);
       if (pending) { napi_value e; napi_get_and_clear_last_exception(env, &e); }
-      napi_create_buffer(env, r->len, &copy, &argv[7]);
+      napi_create_buffer(env, r->len, &copy, &argv[6]);
       if (r->op == OP_WRITE) memcpy(copy, r->in, r->len);
     }
   }
   napi_value result;
-  if (napi_call_function(env, undefined, fn, 8, argv, &result) != napi_ok) {
+  if (napi_call_function(env, undefined, fn, 7, argv, &result) != napi_ok) {
     bool pending;
     napi_is_exception_pending(env, &pending);
     if (pending) { napi_value e; napi_get_and_clear_last_exception(env, &e); }
@@ -607,25 +606,41 @@ static bool get_prop(napi_env env, napi_value obj, const char *name, double *out
   return napi_get_value_double(env, v, out) == napi_ok;
 }
 
-static void fill_stat(napi_env env, napi_value obj, struct stat *st) {
-  double v;
+/*
+ * Attributes arrive packed as doubles (src/native/fuse.ts, packStat): mode, uid, gid, size, nlink,
+ * blksize, blocks, atime, mtime, ctime (times in ms since the epoch). One typed array per answer
+ * costs one call here, where an object's eleven properties cost thirty-odd.
+ */
+#define STAT_FIELDS 10
+
+static void fill_stat(const double *v, struct stat *st) {
   memset(st, 0, sizeof *st);
-  if (get_prop(env, obj, "mode", &v)) st->st_mode = (mode_t)v;
-  if (get_prop(env, obj, "uid", &v)) st->st_uid = (uid_t)v;
-  if (get_prop(env, obj, "gid", &v)) st->st_gid = (gid_t)v;
-  if (get_prop(env, obj, "size", &v)) st->st_size = (off_t)v;
-  st->st_nlink = get_prop(env, obj, "nlink", &v) && v > 0 ? (nlink_t)v : 1;
-  if (get_prop(env, obj, "blksize", &v)) st->st_blksize = (blksize_t)v;
-  if (get_prop(env, obj, "blocks", &v)) st->st_blocks = (blkcnt_t)v;
+  st->st_mode = (mode_t)v[0];
+  st->st_uid = (uid_t)v[1];
+  st->st_gid = (gid_t)v[2];
+  st->st_size = (off_t)v[3];
+  st->st_nlink = v[4] > 0 ? (nlink_t)v[4] : 1;
+  st->st_blksize = (blksize_t)v[5];
+  st->st_blocks = (blkcnt_t)v[6];
   struct timespec *times[3] = { &st->st_atim, &st->st_mtim, &st->st_ctim };
-  const char *names[3] = { "atime", "mtime", "ctime" };
   for (int i = 0; i < 3; i++) {
-    if (!get_prop(env, obj, names[i], &v)) continue;
-    int64_t ms = (int64_t)v;
+    int64_t ms = (int64_t)v[7 + i];
     times[i]->tv_sec = ms / 1000;
     times[i]->tv_nsec = (long)(ms % 1000) * 1000000L;
     if (times[i]->tv_nsec < 0) { times[i]->tv_sec--; times[i]->tv_nsec += 1000000000L; }
   }
+}
+
+/* The doubles of a Float64Array holding at least `count` packed attributes, or NULL. */
+static const double *packed_stats(napi_env env, napi_value v, size_t count) {
+  bool is_typed = false;
+  if (napi_is_typedarray(env, v, &is_typed) != napi_ok || !is_typed) return NULL;
+  napi_typedarray_type type;
+  size_t length;
+  void *data;
+  if (napi_get_typedarray_info(env, v, &type, &length, &data, NULL, NULL) != napi_ok) return NULL;
+  if (type != napi_float64_array || length < count * STAT_FIELDS) return NULL;
+  return data;
 }
 
 static char *dup_string(napi_env env, napi_value v) {
@@ -662,9 +677,11 @@ static napi_value js_reply(napi_env env, napi_callback_info info) {
   if (argc > 2) napi_typeof(env, argv[2], &t);
   if (c >= 0) {
     switch (r->op) {
-      case OP_GETATTR:
-        if (t == napi_object) fill_stat(env, argv[2], &r->st); else c = -EIO;
+      case OP_GETATTR: {
+        const double *v = t == napi_object ? packed_stats(env, argv[2], 1) : NULL;
+        if (v) fill_stat(v, &r->st); else c = -EIO;
         break;
+      }
       case OP_STATFS:
         if (t == napi_object) {
           double v;
@@ -698,10 +715,9 @@ static napi_value js_reply(napi_env env, napi_callback_info info) {
         if (!is_array) { c = -EIO; break; }
         uint32_t n;
         napi_get_array_length(env, argv[2], &n);
-        napi_value stats = NULL;
-        bool have_stats = false;
-        if (argc > 3) napi_is_array(env, argv[3], &have_stats);
-        if (have_stats) stats = argv[3];
+        /* The entries' attributes, packed (all of them or none). */
+        const double *stats = argc > 3 ? packed_stats(env, argv[3], n) : NULL;
+        bool have_stats = stats != NULL;
         r->names = calloc(n ? n : 1, sizeof *r->names);
         if (have_stats) r->stats = calloc(n ? n : 1, sizeof *r->stats);
         if (!r->names || (have_stats && !r->stats)) { c = -ENOMEM; break; }
@@ -712,13 +728,7 @@ static napi_value js_reply(napi_env env, napi_callback_info info) {
           if (!r->names[i]) { c = -EIO; break; }
           r->count = i + 1;
           if (have_stats) {
-            napi_value s;
-            napi_valuetype st;
-            napi_get_element(env, stats, i, &s);
-            napi_typeof(env, s, &st);
-            /* An entry without attributes cannot be given with READDIRPLUS: none of them are. */
-            if (st != napi_object) { free(r->stats); r->stats = NULL; have_stats = false; continue; }
-            fill_stat(env, s, &r->stats[i]);
+            fill_stat(stats + (size_t)i * STAT_FIELDS, &r->stats[i]);
             /*
              * libfuse numbers every entry but "." and ".." itself (the node id); those two keep this
              * one, and readdir(3) skips an entry whose inode number is 0.

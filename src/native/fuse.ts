@@ -148,7 +148,7 @@ interface Fuse3Addon {
   fd(handle: object): number;
   unmount(handle: object): boolean;
 }
-type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | undefined, n0: number, n1: number, n2: number, buf: Buffer | undefined) => void;
+type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | undefined, n0: number, n1: number, buf: Buffer | undefined) => void;
 
 /** Operation codes of native/fuse3/svc_fuse3.c (its enum, in the same order). */
 const enum Op {
@@ -159,6 +159,40 @@ const enum Op {
 const EV_INIT = 1;
 const EV_EXIT = 2;
 const EV_DETACHED = 3;
+
+/** Doubles per packed {@link FuseStat} (STAT_FIELDS in native/fuse3/svc_fuse3.c). */
+const STAT_FIELDS = 10;
+
+/**
+ * Pack `st` at entry `index` of `out` as the addon reads it: mode, uid, gid, size, nlink, blksize,
+ * blocks, atime, mtime, ctime (one typed array per answer instead of an object's properties).
+ */
+function packStat(st: FuseStat, out: Float64Array, index = 0): Float64Array {
+  const at = index * STAT_FIELDS;
+  out[at] = st.mode;
+  out[at + 1] = st.uid;
+  out[at + 2] = st.gid;
+  out[at + 3] = st.size;
+  out[at + 4] = st.nlink;
+  out[at + 5] = st.blksize ?? 0;
+  out[at + 6] = st.blocks ?? 0;
+  out[at + 7] = st.atime;
+  out[at + 8] = st.mtime;
+  out[at + 9] = st.ctime;
+  return out;
+}
+
+/** Every entry's attributes packed into one array, or undefined when any is missing. */
+function packStats(stats: (FuseStat | undefined)[] | undefined): Float64Array | undefined {
+  if (!stats) return undefined;
+  const out = new Float64Array(stats.length * STAT_FIELDS);
+  for (let i = 0; i < stats.length; i++) {
+    const st = stats[i];
+    if (!st) return undefined;
+    packStat(st, out, i);
+  }
+  return out;
+}
 
 /** Where scripts/build-native.mjs puts the addon, from src/native, dist/native or the bundle in dist/. */
 const FUSE3_ADDON_CANDIDATES = ['../../native/build/svc_fuse3.node', '../native/build/svc_fuse3.node'];
@@ -471,8 +505,11 @@ class Fuse3Mount implements BindingMount {
     });
   }
 
+  /** A getattr's answer, packed (the addon copies it before reply() returns). */
+  readonly #stat = new Float64Array(STAT_FIELDS);
+
   /** One request from the addon: the operation's answer goes back through reply(), once. */
-  readonly #dispatch: Fuse3Dispatch = (req, op, path, path2, n0, n1, n2, buf) => {
+  readonly #dispatch: Fuse3Dispatch = (req, op, path, path2, n0, n1, buf) => {
     const addon = this.#addon;
     let answered = false;
     const done = (code: number, value?: unknown, extra?: unknown): void => {
@@ -483,8 +520,8 @@ class Fuse3Mount implements BindingMount {
     const ops = this.#ops;
     try {
       switch (op) {
-        case Op.Getattr: return ops.getattr(path, done);
-        case Op.Readdir: return ops.readdir(path, done);
+        case Op.Getattr: return ops.getattr(path, (code, st) => done(code, st && packStat(st, this.#stat)));
+        case Op.Readdir: return ops.readdir(path, (code, names, stats) => done(code, names, packStats(stats)));
         case Op.Open: return ops.open(path, n0, done);
         case Op.Create: return ops.create(path, n0, done);
         case Op.Read: return ops.read(path, n0, buf!, buf!.length, n1, done);
