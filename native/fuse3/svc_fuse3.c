@@ -65,9 +65,30 @@ typedef struct mount_s {
   double cache_seconds;
   atomic_int unmounting;
   atomic_int refs; /* the JS handle + the thread-safe function (released when the loop ends) */
-  pthread_mutex_t lock; /* guards `ended` against an unmount acquiring the thread-safe function */
+  /*
+   * Guards every use of the thread-safe function from this addon's threads. `ended`: the loop
+   * released it. `env_gone`: Node is tearing the environment down (process exit), after which
+   * the function is freed by Node whatever threads still hold it, so nobody may touch it again.
+   */
+  pthread_mutex_t lock;
   int ended;
+  int env_gone;
 } mount_t;
+
+/* Queue `r` for the JS thread; false when it cannot be (the environment is going away). */
+static bool post(mount_t *m, void *r) {
+  pthread_mutex_lock(&m->lock);
+  bool ok = !m->env_gone && napi_call_threadsafe_function(m->tsfn, r, napi_tsfn_nonblocking) == napi_ok;
+  pthread_mutex_unlock(&m->lock);
+  return ok;
+}
+
+/* Let go of the thread-safe function (unless Node already took it away at exit). */
+static void release(mount_t *m) {
+  pthread_mutex_lock(&m->lock);
+  if (!m->env_gone) napi_release_threadsafe_function(m->tsfn, napi_tsfn_release);
+  pthread_mutex_unlock(&m->lock);
+}
 
 static void mount_unref(mount_t *m) {
   if (atomic_fetch_sub(&m->refs, 1) == 1) {
@@ -148,7 +169,7 @@ static req_t *req_new(int op, const char *path) {
  * writes) or GONE_IO when JS cannot be reached, and then the caller must not touch it again.
  */
 static int req_run(req_t *r, int may_time_out) {
-  if (napi_call_threadsafe_function(r->m->tsfn, r, napi_tsfn_nonblocking) != napi_ok) {
+  if (!post(r->m, r)) {
     req_free(r); /* JS never saw it: both references are ours */
     return GONE_IO;
   }
@@ -471,7 +492,7 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
     r->m = m;
     atomic_init(&r->refs, 1);
     sem_init(&r->done, 0, 0);
-    if (napi_call_threadsafe_function(m->tsfn, r, napi_tsfn_nonblocking) != napi_ok) req_unref(r);
+    if (!post(m, r)) req_unref(r);
   }
   return m;
 }
@@ -778,12 +799,12 @@ static void *loop_main(void *arg) {
     r->m = m;
     atomic_init(&r->refs, 1);
     sem_init(&r->done, 0, 0);
-    if (napi_call_threadsafe_function(m->tsfn, r, napi_tsfn_blocking) != napi_ok) req_unref(r);
+    if (!post(m, r)) req_unref(r);
   }
   pthread_mutex_lock(&m->lock);
   m->ended = 1;
   pthread_mutex_unlock(&m->lock);
-  napi_release_threadsafe_function(m->tsfn, napi_tsfn_release); /* m may be freed from here on */
+  release(m); /* m may be freed from here on */
   return NULL;
 }
 
@@ -793,10 +814,28 @@ static void mount_finalize(napi_env env, void *data, void *hint) {
   mount_unref(data);
 }
 
+/*
+ * Node is tearing the environment down (the process exits, perhaps while a mount's threads still
+ * run): from now on they must not touch the thread-safe function, and the mount stays allocated
+ * for them (a reference never given back). Registered after the thread-safe function, so it runs
+ * before Node's own clean-up of that function.
+ */
+static void env_cleanup(void *arg) {
+  mount_t *m = arg;
+  pthread_mutex_lock(&m->lock);
+  m->env_gone = 1;
+  pthread_mutex_unlock(&m->lock);
+  atomic_fetch_add(&m->refs, 1);
+}
+
 /* The thread-safe function is gone (the loop ended and released it): on the JS thread. */
 static void tsfn_finalize(napi_env env, void *data, void *hint) {
   (void)hint;
   mount_t *m = data;
+  pthread_mutex_lock(&m->lock);
+  bool gone = m->env_gone;
+  pthread_mutex_unlock(&m->lock);
+  if (!gone) napi_remove_env_cleanup_hook(env, env_cleanup, m);
   napi_delete_reference(env, m->dispatch);
   napi_delete_reference(env, m->events);
   mount_unref(m);
@@ -855,6 +894,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   atomic_init(&m->refs, 2);
   pthread_mutex_init(&m->lock, NULL);
   CHECK(napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, m, tsfn_finalize, NULL, call_js, &m->tsfn));
+  CHECK(napi_add_env_cleanup_hook(env, env_cleanup, m));
   if (pthread_create(&m->loop, NULL, loop_main, m) != 0) {
     fuse_unmount(m->fuse);
     fuse_destroy(m->fuse);
@@ -922,9 +962,9 @@ static void *detach_main(void *arg) {
     r->m = d->m;
     atomic_init(&r->refs, 1);
     sem_init(&r->done, 0, 0);
-    if (napi_call_threadsafe_function(d->m->tsfn, r, napi_tsfn_blocking) != napi_ok) req_unref(r);
+    if (!post(d->m, r)) req_unref(r);
   }
-  napi_release_threadsafe_function(d->m->tsfn, napi_tsfn_release);
+  release(d->m);
   free(d->dir);
   free(d);
   return NULL;
@@ -944,7 +984,7 @@ static napi_value js_unmount(napi_env env, napi_callback_info info) {
   int acquired = 0;
   if (!atomic_exchange(&m->unmounting, 1)) {
     pthread_mutex_lock(&m->lock);
-    acquired = !m->ended && napi_acquire_threadsafe_function(m->tsfn) == napi_ok;
+    acquired = !m->ended && !m->env_gone && napi_acquire_threadsafe_function(m->tsfn) == napi_ok;
     pthread_mutex_unlock(&m->lock);
   }
   if (!acquired) {
