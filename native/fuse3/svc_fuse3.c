@@ -15,10 +15,10 @@
  * libfuse structure is touched from the JS thread, and a request the worker gave up on (timeout) is
  * freed by whichever side lets go last (a reference count).
  *
- * Memory handed to JS: a read's buffer is allocated here and given to libfuse (read_buf) only once
- * JS has answered, so a late answer never writes into freed memory. A write's bytes are libfuse's
- * own buffer, valid while the worker waits: writes therefore never time out (the JS side must not
- * keep the Buffer after answering).
+ * Memory handed to JS: never libfuse's, except for a write when every pooled buffer is busy (see
+ * SLOT_SIZE): reads and writes go through buffers of the mount's own, copied into libfuse's by the
+ * worker thread, so a late answer never touches freed memory. JS must not keep a request's Buffer
+ * after answering (a slot serves the next request).
  */
 #define FUSE_USE_VERSION 312
 #define _GNU_SOURCE
@@ -54,8 +54,26 @@ enum {
 /* Events passed to JS's event callback. */
 enum { EV_INIT = 1, EV_EXIT = 2, EV_DETACHED = 3 };
 
+/*
+ * Reads and writes go through buffers JS allocated once per mount (a pool of 1 MiB slots, the
+ * largest request libfuse 3 negotiates): a Buffer made for every request counts as new external
+ * memory to V8, and 256 MiB of them started eleven full collections a 256 MiB write. The worker
+ * thread copies a write's bytes into a slot before handing the request over, and a read's bytes
+ * out of it once JS has answered, so JS never holds libfuse's memory and both may time out. When
+ * every slot is busy, the request gets a Buffer of its own.
+ */
+#define SLOT_SIZE (1 << 20)
+#define SLOTS 16
+
+typedef struct slot_s {
+  char *mem;    /* the Buffer's bytes (stable: V8 never moves a backing store) */
+  napi_ref ref; /* keeps the Buffer alive */
+  int busy;     /* guarded by the mount's lock */
+} slot_t;
+
 typedef struct mount_s {
   struct fuse *fuse;
+  slot_t slots[SLOTS];
   char *dir;
   napi_threadsafe_function tsfn;
   napi_ref dispatch;
@@ -83,6 +101,26 @@ static bool post(mount_t *m, void *r) {
   return ok;
 }
 
+/* A free pooled buffer (the lowest, so few slots are ever touched), or NULL when all are busy. */
+static slot_t *take_slot(mount_t *m) {
+  slot_t *found = NULL;
+  pthread_mutex_lock(&m->lock);
+  for (int i = 0; i < SLOTS && !found; i++) {
+    if (m->slots[i].mem && !m->slots[i].busy) {
+      m->slots[i].busy = 1;
+      found = &m->slots[i];
+    }
+  }
+  pthread_mutex_unlock(&m->lock);
+  return found;
+}
+
+static void give_slot(mount_t *m, slot_t *slot) {
+  pthread_mutex_lock(&m->lock);
+  slot->busy = 0;
+  pthread_mutex_unlock(&m->lock);
+}
+
 /* Let go of the thread-safe function (unless Node already took it away at exit). */
 static void release(mount_t *m) {
   pthread_mutex_lock(&m->lock);
@@ -108,8 +146,9 @@ typedef struct req_s {
   sem_t done;
   char *path, *path2;
   double n[2];       /* numeric arguments (fh, mode, size, offset, ...) */
-  const char *in;    /* a write's bytes (libfuse's buffer) */
-  char *data;        /* a read's buffer, allocated here */
+  const char *in;    /* a write's bytes when no slot was free (libfuse's buffer) */
+  char *data;        /* a read's buffer when no slot was free, allocated here */
+  struct slot_s *slot; /* a read's or write's pooled buffer, given back when the request is freed */
   size_t len;
   /* The answer. */
   int code;          /* 0 or a negative errno; for read and write the byte count when >= 0 */
@@ -122,7 +161,10 @@ typedef struct req_s {
   uint32_t count;
 } req_t;
 
+static void give_slot(mount_t *m, slot_t *slot);
+
 static void req_free(req_t *r) {
+  if (r->slot) give_slot(r->m, r->slot);
   free(r->path);
   free(r->path2);
   free(r->data);
@@ -324,29 +366,18 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi) {
   return code;
 }
 
-static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off, struct fuse_file_info *fi) {
-  struct fuse_bufvec *vec = malloc(sizeof *vec);
-  if (!vec) return -ENOMEM;
-  *vec = FUSE_BUFVEC_INIT(0);
+static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
   req_t *r = req_new(OP_READ, path);
-  if (!r) { free(vec); return -ENOMEM; }
-  r->data = malloc(size ? size : 1);
-  if (!r->data) { free(vec); req_free(r); return -ENOMEM; }
+  if (!r) return -ENOMEM;
+  if (size <= SLOT_SIZE) r->slot = take_slot(r->m);
+  if (!r->slot && !(r->data = malloc(size ? size : 1))) { req_free(r); return -ENOMEM; }
   r->len = size;
   r->n[0] = (double)fi->fh;
   r->n[1] = (double)off;
   int code = req_run(r, 1);
-  if (GONE(code)) { free(vec); return GONE_ERRNO(code); }
-  if (code >= 0) {
-    size_t n = (size_t)code > size ? size : (size_t)code;
-    vec->buf[0].mem = r->data; /* libfuse frees it after sending */
-    vec->buf[0].size = n;
-    r->data = NULL;
-    *bufp = vec;
-    req_unref(r);
-    return 0;
-  }
-  free(vec);
+  if (GONE(code)) return GONE_ERRNO(code);
+  if (code > 0) memcpy(buf, r->slot ? r->slot->mem : r->data, (size_t)code > size ? size : (size_t)code);
+  if (code > (int)size) code = (int)size;
   req_unref(r);
   return code;
 }
@@ -354,11 +385,14 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 static int op_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
   req_t *r = req_new(OP_WRITE, path);
   if (!r) return -ENOMEM;
-  r->in = buf;
+  if (size <= SLOT_SIZE) r->slot = take_slot(r->m);
+  if (r->slot) memcpy(r->slot->mem, buf, size);
+  else r->in = buf;
   r->len = size;
   r->n[0] = (double)fi->fh;
   r->n[1] = (double)off;
-  int code = req_run(r, 0);
+  /* Without a slot JS reads libfuse's own buffer, valid only while this thread waits: no timeout. */
+  int code = req_run(r, r->slot != NULL);
   if (GONE(code)) return GONE_ERRNO(code);
   req_unref(r);
   return code;
@@ -523,7 +557,7 @@ static const struct fuse_operations ops = {
   .init = op_init,
   .create = op_create,
   .utimens = op_utimens,
-  .read_buf = op_read_buf,
+  .read = op_read,
 };
 
 /* ------------------------------------------------------------------ JS side */
@@ -586,8 +620,8 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
     req_unref(r);
     return;
   }
-  /* dispatch(req, op, path, path2, n0, n1, buffer) */
-  napi_value argv[7];
+  /* dispatch(req, op, path, path2, n0, n1, buffer, length) */
+  napi_value argv[8];
   napi_create_external(env, r, NULL, NULL, &argv[0]);
   argv[1] = num(env, r->op);
   argv[2] = str(env, r->path);
@@ -595,20 +629,15 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
   argv[4] = num(env, r->n[0]);
   argv[5] = num(env, r->n[1]);
   argv[6] = undefined;
+  argv[7] = num(env, (double)r->len);
+  napi_status made = napi_ok;
   if (r->op == OP_READ || r->op == OP_WRITE) {
-    void *mem = r->op == OP_READ ? (void *)r->data : (void *)r->in;
-    if (napi_create_external_buffer(env, r->len, mem, NULL, NULL, &argv[6]) != napi_ok) {
-      /* Buffers over outside memory may be refused (a V8 sandbox): copy instead. */
-      void *copy;
-      bool pending;
-      napi_is_exception_pending(env, &pending);
-      if (pending) { napi_value e; napi_get_and_clear_last_exception(env, &e); }
-      napi_create_buffer(env, r->len, &copy, &argv[6]);
-      if (r->op == OP_WRITE) memcpy(copy, r->in, r->len);
-    }
+    /* A slot's whole Buffer (JS reads or fills `length` bytes of it), or one over this request's bytes. */
+    made = r->slot ? napi_get_reference_value(env, r->slot->ref, &argv[6])
+                   : napi_create_external_buffer(env, r->len, r->op == OP_READ ? (void *)r->data : (void *)r->in, NULL, NULL, &argv[6]);
   }
   napi_value result;
-  if (napi_call_function(env, undefined, fn, 7, argv, &result) != napi_ok) {
+  if (made != napi_ok || napi_call_function(env, undefined, fn, 8, argv, &result) != napi_ok) {
     bool pending;
     napi_is_exception_pending(env, &pending);
     if (pending) { napi_value e; napi_get_and_clear_last_exception(env, &e); }
@@ -836,6 +865,9 @@ static void tsfn_finalize(napi_env env, void *data, void *hint) {
   bool gone = m->env_gone;
   pthread_mutex_unlock(&m->lock);
   if (!gone) napi_remove_env_cleanup_hook(env, env_cleanup, m);
+  for (int i = 0; i < SLOTS; i++) {
+    if (m->slots[i].ref) napi_delete_reference(env, m->slots[i].ref);
+  }
   napi_delete_reference(env, m->dispatch);
   napi_delete_reference(env, m->events);
   mount_unref(m);
@@ -890,6 +922,14 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   }
   CHECK(napi_create_reference(env, argv[4], 1, &m->dispatch));
   CHECK(napi_create_reference(env, argv[5], 1, &m->events));
+  for (int i = 0; i < SLOTS; i++) {
+    napi_value buf;
+    void *mem;
+    /* A slot that cannot be made is left out: its requests get Buffers of their own. */
+    if (napi_create_buffer(env, SLOT_SIZE, &mem, &buf) != napi_ok) break;
+    if (napi_create_reference(env, buf, 1, &m->slots[i].ref) != napi_ok) break;
+    m->slots[i].mem = mem;
+  }
   napi_value name = str(env, "svc-fuse3");
   atomic_init(&m->refs, 2);
   pthread_mutex_init(&m->lock, NULL);

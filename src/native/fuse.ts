@@ -148,7 +148,7 @@ interface Fuse3Addon {
   fd(handle: object): number;
   unmount(handle: object): boolean;
 }
-type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | undefined, n0: number, n1: number, buf: Buffer | undefined) => void;
+type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | undefined, n0: number, n1: number, buf: Buffer | undefined, len: number) => void;
 
 /** Operation codes of native/fuse3/svc_fuse3.c (its enum, in the same order). */
 const enum Op {
@@ -509,7 +509,7 @@ class Fuse3Mount implements BindingMount {
   readonly #stat = new Float64Array(STAT_FIELDS);
 
   /** One request from the addon: the operation's answer goes back through reply(), once. */
-  readonly #dispatch: Fuse3Dispatch = (req, op, path, path2, n0, n1, buf) => {
+  readonly #dispatch: Fuse3Dispatch = (req, op, path, path2, n0, n1, buf, len) => {
     const addon = this.#addon;
     let answered = false;
     const done = (code: number, value?: unknown, extra?: unknown): void => {
@@ -524,8 +524,9 @@ class Fuse3Mount implements BindingMount {
         case Op.Readdir: return ops.readdir(path, (code, names, stats) => done(code, names, packStats(stats)));
         case Op.Open: return ops.open(path, n0, done);
         case Op.Create: return ops.create(path, n0, done);
-        case Op.Read: return ops.read(path, n0, buf!, buf!.length, n1, done);
-        case Op.Write: return ops.write(path, n0, buf!, buf!.length, n1, done);
+        // `buf` may be longer than the request (one of the mount's pooled buffers): `len` bytes of it.
+        case Op.Read: return ops.read(path, n0, buf!, len, n1, done);
+        case Op.Write: return ops.write(path, n0, buf!, len, n1, done);
         case Op.Truncate: return ops.truncate(path, n1, done);
         case Op.Ftruncate: return ops.ftruncate(path, n0, n1, done);
         case Op.Flush: return ops.flush(path, n0, done);

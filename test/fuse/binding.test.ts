@@ -8,8 +8,8 @@
  * - what both must pass on unchanged: chown's "unchanged" ids, `touch -a` leaving the mtime alone,
  *   `touch -d`'s mtime, file types in a directory listing, "." and "..";
  * - libfuse 3 answers a listing with each entry's attributes (READDIRPLUS): `ls -l` asks no getattr;
- * - libfuse 3: an unanswered request fails with ETIMEDOUT after the mount's timeout, and the late
- *   answer harms nothing; an ordinary user (nobody, when the test runs as root) mounts and unmounts
+ * - libfuse 3: an unanswered request, a write too, fails with ETIMEDOUT after the mount's timeout,
+ *   and the late answer harms nothing; more writes in flight than pooled buffers keep their bytes; an ordinary user (nobody, when the test runs as root) mounts and unmounts
  *   through fusermount3; SIGTERM unmounts and the process exits although a file is still open.
  *
  * As root on Linux with FUSE (CI), a libfuse 3 addon that is not built fails the test rather than
@@ -172,6 +172,23 @@ for (const binding of ['libfuse3', 'fuse-native'] as const) {
         t.ok(Date.now() - started >= TIMEOUT_MS * 0.9, 'after the mount\'s timeout');
         await new Promise((ok) => setTimeout(ok, TIMEOUT_MS * 3));
         t.equal((await shOk(`cat ${mnt}/f`)).trim(), 'hi', 'the mount still answers after the late answer');
+      });
+
+      t.test('a write left unanswered times out as well', async (t) => {
+        const r = await sh(`dd if=/dev/urandom of=${mnt}/slow-write bs=4k count=1 status=none`);
+        t.not(r.code, 0);
+        t.match(r.stderr, /timed out/i, 'ETIMEDOUT');
+        await new Promise((ok) => setTimeout(ok, TIMEOUT_MS * 3));
+        t.equal((await shOk(`cat ${mnt}/f`)).trim(), 'hi', 'the mount still answers after the late answer');
+      });
+
+      t.test('more writes in flight than the mount has pooled buffers', async (t) => {
+        // 24 writers whose 256 KiB writes each wait 100 ms: the 16 pooled buffers run out.
+        const n = 24;
+        await shOk(`for i in $(seq ${n}); do head -c 262144 /dev/urandom > ${mnt}/../src$i; done`);
+        await shOk(`for i in $(seq ${n}); do dd if=${mnt}/../src$i of=${mnt}/lag$i bs=256k status=none & done; wait`);
+        const sums = await shOk(`for i in $(seq ${n}); do cmp ${mnt}/../src$i ${mnt}/lag$i && echo same; done`);
+        t.equal(sums.split('\n').filter((l) => l === 'same').length, n, 'every file holds its own bytes');
       });
 
       t.test('an ordinary user mounts and unmounts (fusermount3)', { skip: asRoot && hasSetpriv ? undefined : 'needs root (to act as nobody) and setpriv' }, async (t) => {
