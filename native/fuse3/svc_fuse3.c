@@ -66,8 +66,8 @@ enum { EV_INIT = 1, EV_EXIT = 2, EV_DETACHED = 3 };
 #define SLOTS 16
 
 typedef struct slot_s {
-  char *mem;    /* the Buffer's bytes (stable: V8 never moves a backing store) */
-  napi_ref ref; /* keeps the Buffer alive */
+  char *mem;    /* allocated here, freed with the mount: valid for the worker threads even while Node exits */
+  napi_ref ref; /* the Buffer over it, made once */
   int busy;     /* guarded by the mount's lock */
 } slot_t;
 
@@ -130,6 +130,7 @@ static void release(mount_t *m) {
 
 static void mount_unref(mount_t *m) {
   if (atomic_fetch_sub(&m->refs, 1) == 1) {
+    for (int i = 0; i < SLOTS; i++) free(m->slots[i].mem);
     pthread_mutex_destroy(&m->lock);
     free(m->dir);
     free(m);
@@ -587,18 +588,29 @@ static napi_value str(napi_env env, const char *s) {
   return out;
 }
 
+/*
+ * The JS side gives up on a request it holds (JS cannot be called, or it threw): answer EIO unless
+ * JS already answered, and let go of the JS side's reference exactly once.
+ */
+static void fail_from_js(req_t *r) {
+  r->code = -EIO;
+  int expected = PENDING;
+  if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) {
+    sem_post(&r->done);
+    req_unref(r);
+  } else if (expected == ABANDONED) {
+    if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) req_unref(r);
+  } /* REPLIED: JS answered and let go already */
+}
+
 /* Runs on the JS thread for every request and event. */
 static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
   (void)js_cb; (void)context;
   req_t *r = data;
   mount_t *m = r->m;
   if (env == NULL) { /* the function is being torn down: nobody will answer */
-    if (r->op > 0) {
-      r->code = -EIO;
-      int expected = PENDING;
-      if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) sem_post(&r->done);
-    }
-    req_unref(r);
+    if (r->op > 0) fail_from_js(r);
+    else req_unref(r);
     return;
   }
   napi_value undefined, fn;
@@ -614,10 +626,7 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
     return;
   }
   if (napi_get_reference_value(env, m->dispatch, &fn) != napi_ok || !fn) {
-    r->code = -EIO;
-    int expected = PENDING;
-    if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) sem_post(&r->done);
-    req_unref(r);
+    fail_from_js(r);
     return;
   }
   /* dispatch(req, op, path, path2, n0, n1, buffer, length) */
@@ -641,10 +650,7 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
     bool pending;
     napi_is_exception_pending(env, &pending);
     if (pending) { napi_value e; napi_get_and_clear_last_exception(env, &e); }
-    int expected = PENDING;
-    r->code = -EIO;
-    if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) sem_post(&r->done);
-    req_unref(r);
+    fail_from_js(r);
   }
 }
 
@@ -881,26 +887,34 @@ static void tsfn_finalize(napi_env env, void *data, void *hint) {
 static napi_value js_mount(napi_env env, napi_callback_info info) {
   size_t argc = 6;
   napi_value argv[6];
+  uint32_t nargs = 0;
+  double cache_seconds, timeout;
+  napi_valuetype fn1, fn2;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 6) {
+  if (argc < 6 || napi_get_array_length(env, argv[1], &nargs) != napi_ok ||
+      napi_get_value_double(env, argv[2], &cache_seconds) != napi_ok ||
+      napi_get_value_double(env, argv[3], &timeout) != napi_ok ||
+      napi_typeof(env, argv[4], &fn1) != napi_ok || fn1 != napi_function ||
+      napi_typeof(env, argv[5], &fn2) != napi_ok || fn2 != napi_function) {
     napi_throw_type_error(env, NULL, "mount(dir, args, cacheSeconds, timeoutMs, dispatch, events)");
     return NULL;
   }
   mount_t *m = calloc(1, sizeof *m);
-  if (!m) { napi_throw_error(env, "ENOMEM", "out of memory"); return NULL; }
-  m->dir = dup_string(env, argv[0]);
-  uint32_t nargs = 0;
-  CHECK(napi_get_array_length(env, argv[1], &nargs));
-  CHECK(napi_get_value_double(env, argv[2], &m->cache_seconds));
-  double timeout;
-  CHECK(napi_get_value_double(env, argv[3], &timeout));
-  m->timeout_ms = (int)timeout;
   char **args = calloc(nargs + 2, sizeof *args);
+  if (m) m->dir = dup_string(env, argv[0]);
+  if (!m || !args || !m->dir) {
+    if (m) free(m->dir);
+    free(m);
+    free(args);
+    napi_throw_error(env, "ENOMEM", "out of memory");
+    return NULL;
+  }
+  m->cache_seconds = cache_seconds;
+  m->timeout_ms = (int)timeout;
   args[0] = strdup("svc");
   for (uint32_t i = 0; i < nargs; i++) {
     napi_value v;
-    napi_get_element(env, argv[1], i, &v);
-    args[i + 1] = dup_string(env, v);
+    if (napi_get_element(env, argv[1], i, &v) == napi_ok) args[i + 1] = dup_string(env, v);
   }
   struct fuse_args fargs = FUSE_ARGS_INIT((int)nargs + 1, args);
   m->fuse = fuse_new(&fargs, &ops, sizeof ops, m);
@@ -920,33 +934,47 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
     napi_throw_error(env, "EMOUNT", "libfuse could not mount (is /dev/fuse usable and fusermount3 installed?)");
     return NULL;
   }
-  CHECK(napi_create_reference(env, argv[4], 1, &m->dispatch));
-  CHECK(napi_create_reference(env, argv[5], 1, &m->events));
   for (int i = 0; i < SLOTS; i++) {
     napi_value buf;
-    void *mem;
+    char *mem = malloc(SLOT_SIZE); /* untouched pages cost no memory until a request uses them */
     /* A slot that cannot be made is left out: its requests get Buffers of their own. */
-    if (napi_create_buffer(env, SLOT_SIZE, &mem, &buf) != napi_ok) break;
-    if (napi_create_reference(env, buf, 1, &m->slots[i].ref) != napi_ok) break;
+    if (!mem) break;
+    if (napi_create_external_buffer(env, SLOT_SIZE, mem, NULL, NULL, &buf) != napi_ok ||
+        napi_create_reference(env, buf, 1, &m->slots[i].ref) != napi_ok) {
+      free(mem);
+      break;
+    }
     m->slots[i].mem = mem;
   }
-  napi_value name = str(env, "svc-fuse3");
   atomic_init(&m->refs, 2);
   pthread_mutex_init(&m->lock, NULL);
-  CHECK(napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, m, tsfn_finalize, NULL, call_js, &m->tsfn));
-  CHECK(napi_add_env_cleanup_hook(env, env_cleanup, m));
-  if (pthread_create(&m->loop, NULL, loop_main, m) != 0) {
+  napi_value name = str(env, "svc-fuse3");
+  if (napi_create_reference(env, argv[4], 1, &m->dispatch) != napi_ok ||
+      napi_create_reference(env, argv[5], 1, &m->events) != napi_ok ||
+      napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, m, tsfn_finalize, NULL, call_js, &m->tsfn) != napi_ok) {
+    fuse_unmount(m->fuse);
+    fuse_destroy(m->fuse);
+    if (m->dispatch) napi_delete_reference(env, m->dispatch);
+    if (m->events) napi_delete_reference(env, m->events);
+    for (int i = 0; i < SLOTS; i++) if (m->slots[i].ref) napi_delete_reference(env, m->slots[i].ref);
+    atomic_store(&m->refs, 1);
+    mount_unref(m);
+    napi_throw_error(env, "EAGAIN", "cannot set up the mount's hand-over to JS");
+    return NULL;
+  }
+  /* Without the hook a process exiting with the mount alive could crash on the way out; mount anyway. */
+  napi_add_env_cleanup_hook(env, env_cleanup, m);
+  napi_value handle;
+  if (napi_create_external(env, m, mount_finalize, NULL, &handle) != napi_ok ||
+      pthread_create(&m->loop, NULL, loop_main, m) != 0) {
     fuse_unmount(m->fuse);
     fuse_destroy(m->fuse);
     m->fuse = NULL;
-    atomic_store(&m->refs, 1); /* the tsfn's finalizer frees it */
-    napi_release_threadsafe_function(m->tsfn, napi_tsfn_abort);
+    napi_release_threadsafe_function(m->tsfn, napi_tsfn_abort); /* its finalizer lets go of m */
     napi_throw_error(env, "EAGAIN", "cannot start the FUSE thread");
     return NULL;
   }
   pthread_detach(m->loop);
-  napi_value handle;
-  CHECK(napi_create_external(env, m, mount_finalize, NULL, &handle));
   return handle;
 }
 
