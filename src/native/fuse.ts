@@ -222,6 +222,9 @@ function loadFuse3(): Fuse3Addon | Error {
  */
 export function fuseBinding(env: NodeJS.ProcessEnv = process.env): FuseBinding {
   const wanted = env.SVC_FUSE_BINDING;
+  if (wanted !== undefined && wanted !== '' && wanted !== 'libfuse3' && wanted !== 'fuse-native') {
+    throw new FuseUnavailableError(`SVC_FUSE_BINDING must be libfuse3 or fuse-native, not ${JSON.stringify(wanted)}`);
+  }
   if (wanted === 'fuse-native') return 'fuse-native';
   const addon = loadFuse3();
   if (addon instanceof Error) {

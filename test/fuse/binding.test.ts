@@ -20,7 +20,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fuseSupport } from '../../src/native/fuse.js';
+import { fuseBinding, fuseSupport } from '../../src/native/fuse.js';
 import { isMounted, sh, shOk, tempDir } from './harness.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -104,6 +104,16 @@ async function stopProbe(p: Probe, mnt: string): Promise<void> {
   }
   if (isMounted(mnt)) await sh(`fusermount -uz ${mnt}`);
 }
+
+t.test('SVC_FUSE_BINDING', async (t) => {
+  t.equal(fuseBinding({ SVC_FUSE_BINDING: 'fuse-native' }), 'fuse-native', 'fuse-native when asked for');
+  t.throws(() => fuseBinding({ SVC_FUSE_BINDING: 'libfuse2' }), { name: 'FuseUnavailableError', message: /must be libfuse3 or fuse-native, not "libfuse2"/ },
+    'anything else is refused, not ignored');
+  const auto = fuseBinding({});
+  t.ok(auto === 'libfuse3' || auto === 'fuse-native', `unset: ${auto}`);
+  if (auto === 'fuse-native') t.throws(() => fuseBinding({ SVC_FUSE_BINDING: 'libfuse3' }), { name: 'FuseUnavailableError' }, 'libfuse3 does not fall back');
+  else t.equal(fuseBinding({ SVC_FUSE_BINDING: 'libfuse3' }), 'libfuse3');
+});
 
 for (const binding of ['libfuse3', 'fuse-native'] as const) {
   t.test(`${binding} binding`, { skip }, async (t) => {
