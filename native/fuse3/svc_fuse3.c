@@ -48,7 +48,7 @@
 enum {
   OP_GETATTR = 1, OP_READDIR, OP_OPEN, OP_CREATE, OP_READ, OP_WRITE, OP_TRUNCATE, OP_FTRUNCATE,
   OP_FLUSH, OP_FSYNC, OP_FSYNCDIR, OP_RELEASE, OP_UNLINK, OP_RENAME, OP_LINK, OP_MKNOD, OP_SYMLINK,
-  OP_READLINK, OP_MKDIR, OP_RMDIR, OP_CHMOD, OP_CHOWN, OP_UTIMENS, OP_STATFS,
+  OP_READLINK, OP_MKDIR, OP_RMDIR, OP_CHMOD, OP_CHOWN, OP_UTIMENS, OP_STATFS, OP_COPY_FILE_RANGE,
 };
 
 /* Events passed to JS's event callback. */
@@ -146,7 +146,7 @@ typedef struct req_s {
   atomic_int state;  /* PENDING → REPLIED (JS answered) or ABANDONED (the worker timed out) */
   sem_t done;
   char *path, *path2;
-  double n[2];       /* numeric arguments (fh, mode, size, offset, ...) */
+  double n[4];       /* numeric arguments (fh, mode, size, offset, ...) */
   const char *in;    /* a write's bytes when no slot was free (libfuse's buffer) */
   char *data;        /* a read's buffer when no slot was free, allocated here */
   struct slot_s *slot; /* a read's or write's pooled buffer, given back when the request is freed */
@@ -399,6 +399,26 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off, s
   return code;
 }
 
+/*
+ * copy_file_range(2) between two files of the mount (`cp` uses it): JS copies inside the daemon,
+ * so the bytes never travel to the program and back. JS may copy less than asked (the caller
+ * repeats); 0 at the end of the source.
+ */
+static ssize_t op_copy_file_range(const char *path_in, struct fuse_file_info *fi_in, off_t off_in, const char *path_out,
+                                  struct fuse_file_info *fi_out, off_t off_out, size_t size, int flags) {
+  if (flags) return -EINVAL;
+  req_t *r = req_new(OP_COPY_FILE_RANGE, path_in);
+  if (!r) return -ENOMEM;
+  r->path2 = strdup(path_out ? path_out : "");
+  if (!r->path2) { req_free(r); return -ENOMEM; }
+  r->n[0] = (double)fi_in->fh;
+  r->n[1] = (double)off_in;
+  r->n[2] = (double)fi_out->fh;
+  r->n[3] = (double)off_out;
+  r->len = size > ((size_t)1 << 50) ? ((size_t)1 << 50) : size; /* exact as a double */
+  return simple(r);
+}
+
 static int op_statfs(const char *path, struct statvfs *sv) {
   req_t *r = req_new(OP_STATFS, path);
   if (!r) return -ENOMEM;
@@ -559,6 +579,7 @@ static const struct fuse_operations ops = {
   .create = op_create,
   .utimens = op_utimens,
   .read = op_read,
+  .copy_file_range = op_copy_file_range,
 };
 
 /* ------------------------------------------------------------------ JS side */
@@ -629,8 +650,8 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
     fail_from_js(r);
     return;
   }
-  /* dispatch(req, op, path, path2, n0, n1, buffer, length) */
-  napi_value argv[8];
+  /* dispatch(req, op, path, path2, n0, n1, buffer, length, n2, n3) */
+  napi_value argv[10];
   napi_create_external(env, r, NULL, NULL, &argv[0]);
   argv[1] = num(env, r->op);
   argv[2] = str(env, r->path);
@@ -639,6 +660,8 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
   argv[5] = num(env, r->n[1]);
   argv[6] = undefined;
   argv[7] = num(env, (double)r->len);
+  argv[8] = num(env, r->n[2]);
+  argv[9] = num(env, r->n[3]);
   napi_status made = napi_ok;
   if (r->op == OP_READ || r->op == OP_WRITE) {
     /* A slot's whole Buffer (JS reads or fills `length` bytes of it), or one over this request's bytes. */
@@ -646,7 +669,7 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
                    : napi_create_external_buffer(env, r->len, r->op == OP_READ ? (void *)r->data : (void *)r->in, NULL, NULL, &argv[6]);
   }
   napi_value result;
-  if (made != napi_ok || napi_call_function(env, undefined, fn, 8, argv, &result) != napi_ok) {
+  if (made != napi_ok || napi_call_function(env, undefined, fn, 10, argv, &result) != napi_ok) {
     bool pending;
     napi_is_exception_pending(env, &pending);
     if (pending) { napi_value e; napi_get_and_clear_last_exception(env, &e); }

@@ -94,6 +94,13 @@ export interface FuseOperations {
   chown(path: string, uid: number, gid: number, cb: Cb): void;
   /** Times in ms since the epoch. */
   utimens(path: string, atime: number, mtime: number, cb: Cb): void;
+  /**
+   * copy_file_range(2) from one open file to another of the same mount, up to `len` bytes: the
+   * count copied (fewer is fine, the caller repeats; 0 at the source's end) or a negative errno.
+   * libfuse 3 only; without it the kernel copies through read and write.
+   */
+  copyFileRange?(srcPath: string, srcFd: number, srcPos: number, dstPath: string, dstFd: number, dstPos: number, len: number,
+    cb: (bytesOrErr: number) => void): void;
 }
 
 /** How a mount behaves in the kernel. */
@@ -148,12 +155,12 @@ interface Fuse3Addon {
   fd(handle: object): number;
   unmount(handle: object): boolean;
 }
-type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | undefined, n0: number, n1: number, buf: Buffer | undefined, len: number) => void;
+type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | undefined, n0: number, n1: number, buf: Buffer | undefined, len: number, n2: number, n3: number) => void;
 
 /** Operation codes of native/fuse3/svc_fuse3.c (its enum, in the same order). */
 const enum Op {
   Getattr = 1, Readdir, Open, Create, Read, Write, Truncate, Ftruncate, Flush, Fsync, Fsyncdir, Release,
-  Unlink, Rename, Link, Mknod, Symlink, Readlink, Mkdir, Rmdir, Chmod, Chown, Utimens, Statfs,
+  Unlink, Rename, Link, Mknod, Symlink, Readlink, Mkdir, Rmdir, Chmod, Chown, Utimens, Statfs, CopyFileRange,
 }
 /** Events of native/fuse3/svc_fuse3.c. */
 const EV_INIT = 1;
@@ -512,7 +519,7 @@ class Fuse3Mount implements BindingMount {
   readonly #stat = new Float64Array(STAT_FIELDS);
 
   /** One request from the addon: the operation's answer goes back through reply(), once. */
-  readonly #dispatch: Fuse3Dispatch = (req, op, path, path2, n0, n1, buf, len) => {
+  readonly #dispatch: Fuse3Dispatch = (req, op, path, path2, n0, n1, buf, len, n2, n3) => {
     const addon = this.#addon;
     let answered = false;
     const done = (code: number, value?: unknown, extra?: unknown): void => {
@@ -548,6 +555,8 @@ class Fuse3Mount implements BindingMount {
         case Op.Chown: return ops.chown(path, n0, n1, done);
         case Op.Utimens: return ops.utimens(path, n0 < 0 ? n1 : n0, n1, done);
         case Op.Statfs: return ops.statfs(path, done);
+        // ENOSYS: the kernel stops asking and copies through read and write itself.
+        case Op.CopyFileRange: return ops.copyFileRange ? ops.copyFileRange(path, n0, n1, path2!, n2, n3, len, done) : done(errno('ENOSYS'));
         default: return done(errno('ENOSYS'));
       }
     } catch {

@@ -8,6 +8,7 @@
  * - what both must pass on unchanged: chown's "unchanged" ids, `touch -a` leaving the mtime alone,
  *   `touch -d`'s mtime, file types in a directory listing, "." and "..";
  * - libfuse 3 answers a listing with each entry's attributes (READDIRPLUS): `ls -l` asks no getattr;
+ *   copy_file_range reaches the file system as one request (fuse-native: the kernel reads and writes);
  * - libfuse 3: an unanswered request, a write too, fails with ETIMEDOUT after the mount's timeout,
  *   and the late answer harms nothing; more writes in flight than pooled buffers keep their bytes; an ordinary user (nobody, when the test runs as root) mounts and unmounts
  *   through fusermount3; SIGTERM unmounts and the process exits although a file is still open.
@@ -171,6 +172,20 @@ for (const binding of ['libfuse3', 'fuse-native'] as const) {
       t.match(listing, /^d\S+ .* \.\n/m, 'the listing shows "."');
       t.match(listing, /^d\S+ .* \.\.\n/m, 'the listing shows ".."');
       t.equal(listing.split('\n').filter((l) => / many\d+$/.test(l)).length, 50, 'every entry listed once');
+    });
+
+    t.test('copy_file_range reaches the file system on libfuse 3', async (t) => {
+      await shOk(`head -c 100000 /dev/urandom > ${mnt}/cfr-a && : > ${mnt}/cfr-b`);
+      const from = probe.lines.length;
+      const counts = await shOk(`python3 -c "
+import os
+a, b = os.open('${mnt}/cfr-a', os.O_RDONLY), os.open('${mnt}/cfr-b', os.O_WRONLY)
+print(os.copy_file_range(a, b, 5000, 100, 7))"`);
+      t.equal(counts.trim(), '5000');
+      const copies = probe.lines.slice(from).filter((l) => l.startsWith('copy '));
+      if (wide) t.same(copies, ['copy 100 7 5000'], 'one request with the offsets and length');
+      else t.same(copies, [], 'libfuse 2: the kernel copies through read and write');
+      t.equal(await shOk(`cmp -i 100:7 -n 5000 ${mnt}/cfr-a ${mnt}/cfr-b && echo same`), 'same\n', 'the bytes landed');
     });
 
     if (wide) {

@@ -39,6 +39,30 @@ t.test('ordinary tools in the mount', { skip }, async (t) => {
     t.equal(r.code, 0, r.stdout + r.stderr);
   });
 
+  t.test('cp of a large file and copy_file_range at odd offsets give what they give on a plain disk', async (t) => {
+    // On libfuse 3 the daemon copies (copy_file_range reaches it); on fuse-native the kernel reads
+    // and writes. Either way the bytes and the counts must be the disk's.
+    const script = join(plain, 'cfr.py');
+    await writeFile(script, [
+      'import hashlib, os, random, shutil, sys',
+      'd = sys.argv[1]',
+      'data = random.Random(7).randbytes(5 * 1024 * 1024 + 12345)',
+      "open(f'{d}/cfr-src', 'wb').write(data)",
+      "open(f'{d}/cfr-dst', 'wb').write(b'\\x01' * 3000000)",
+      "src, dst = os.open(f'{d}/cfr-src', os.O_RDONLY), os.open(f'{d}/cfr-dst', os.O_WRONLY)",
+      'counts = [os.copy_file_range(src, dst, n, a, b) for n, a, b in',
+      '          [(5000, 100, 7), (3 * 1024 * 1024, 1024 * 1024 - 10, 2 * 1024 * 1024 + 3), (10, len(data) - 4, 100), (100, len(data) + 50, 0)]]',
+      'os.close(src); os.close(dst)',
+      "print(counts, hashlib.sha256(open(f'{d}/cfr-dst', 'rb').read()).hexdigest())",
+      '',
+    ].join('\n'));
+    const onDisk = await shOk(`python3 '${script}' '${plain}'`);
+    t.equal(await shOk(`python3 '${script}' '${m}'`), onDisk, 'the same counts and bytes');
+    await shOk(`cp '${m}/cfr-src' '${m}/cfr-copy'`);
+    t.equal((await sh(`cmp '${m}/cfr-src' '${m}/cfr-copy'`)).code, 0, 'cp inside the mount copies every byte');
+    t.equal((await shOk(`cmp '${plain}/cfr-src' '${m}/cfr-copy' && echo same`)).trim(), 'same');
+  });
+
   t.test('tar x into the mount and tar c out of it', async (t) => {
     await shOk(`tar cf '${plain}/in.tar' -C '${ROOT}' src`);
     await shOk(`mkdir '${m}/tarx' && tar xf '${plain}/in.tar' -C '${m}/tarx'`);

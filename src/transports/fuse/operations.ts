@@ -26,6 +26,7 @@ import { memoryPiece, type FuseBackend, type NodeInfo, type StoredContent } from
 import { ChunkHasher } from './hasher.js';
 import { ChunkHolds } from './chunk-holds.js';
 import { OpenFile } from './open-file.js';
+import { CHUNK_SIZE } from '../../fs/service.js';
 import { OwnChanges } from './kernel-cache.js';
 import { isVersionsPath, listVersionsDir, resolveVersionsPath, VERSIONS_DIR, type VersionsTarget } from './versions.js';
 
@@ -51,6 +52,11 @@ const HIDDEN_PREFIX = '.fuse_hidden';
 /** How long the stored file of a hidden (unlinked-while-open) file waits for a rename onto it. */
 const HIDE_DELETE_DELAY_MS = 20;
 const UNCHANGED_ID = 0xffffffff;
+/**
+ * Most bytes one copy_file_range request copies (the caller repeats for the rest): a 64 MiB piece
+ * is well inside the request timeout, and the copy goes a chunk at a time through one buffer.
+ */
+const COPY_RANGE_MAX = 64 * CHUNK_SIZE;
 const UINT32_MAX = 0xffffffff;
 /**
  * Failures passed on by their own name, not as EIO: a full disk under the store, the journal or a
@@ -180,10 +186,7 @@ export class FuseFileSystem {
       readdir: (path, cb) => this.#run('readdir', path, (code, r) => cb(code, r?.[0], r?.[1]), () => this.#readdir(path)),
       open: (path, flags, cb) => this.#run('open', path, cb, () => this.#open(path, flags)),
       create: (path, mode, cb) => this.#run('create', path, cb, () => this.#create(path, mode)),
-      read: (path, fd, buf, len, pos, cb) => this.#run('read', path, (code, n) => cb(code < 0 ? code : n!), () => {
-        const { file } = this.#handle(fd);
-        return file.read(buf, len, pos, () => this.#backend.content(file.path).catch(() => undefined));
-      }),
+      read: (path, fd, buf, len, pos, cb) => this.#run('read', path, (code, n) => cb(code < 0 ? code : n!), () => this.#read(fd, buf, len, pos)),
       write: (path, fd, buf, len, pos, cb) => this.#run('write', path, (code, n) => cb(code < 0 ? code : n!), () => {
         const handle = this.#handle(fd);
         if (handle.file.readOnly) throw new PosixError('EROFS');
@@ -232,7 +235,38 @@ export class FuseFileSystem {
         uid: uid === UNCHANGED_ID ? undefined : uid, gid: gid === UNCHANGED_ID ? undefined : gid,
       })),
       utimens: (path, _atime, mtime, cb) => this.#run('utimens', path, cb, () => this.#utimens(path, mtime)),
+      copyFileRange: (_srcPath, srcFd, srcPos, dstPath, dstFd, dstPos, len, cb) => this.#run('copy_file_range', dstPath,
+        (code, n) => cb(code < 0 ? code : n!), () => this.#copyRange(srcFd, srcPos, dstFd, dstPos, len)),
     };
+  }
+
+  /** Up to `len` bytes of the file open as `fd` from `pos` into `buf`. */
+  #read(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
+    const { file } = this.#handle(fd);
+    return file.read(buf, len, pos, () => this.#backend.content(file.path).catch(() => undefined));
+  }
+
+  /**
+   * copy_file_range: read from one open file and write to another inside the daemon, a chunk at a
+   * time, up to {@link COPY_RANGE_MAX} bytes. Whole chunks copied at aligned offsets hash to chunks
+   * the store already holds, so a `cp` of a large file stores no new bytes.
+   */
+  async #copyRange(srcFd: number, srcPos: number, dstFd: number, dstPos: number, len: number): Promise<number> {
+    const dst = this.#handle(dstFd);
+    if (dst.file.readOnly) throw new PosixError('EROFS');
+    const total = Math.min(len, COPY_RANGE_MAX);
+    const buf = Buffer.allocUnsafe(Math.min(total, CHUNK_SIZE));
+    let copied = 0;
+    while (copied < total) {
+      const want = Math.min(buf.length, total - copied);
+      const n = await this.#read(srcFd, buf, want, srcPos + copied);
+      if (n <= 0) break;
+      dst.wrote = true;
+      await dst.file.write(buf, n, dstPos + copied);
+      copied += n;
+      if (n < want) break;
+    }
+    return copied;
   }
 
   // ---------------------------------------------------------------- plumbing
