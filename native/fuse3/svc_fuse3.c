@@ -4,18 +4,18 @@
  * (libfuse 2) when this cannot be built or loaded.
  *
  * Why a binding of our own: libfuse 2, and so fuse-native, cannot negotiate requests larger than
- * 128 KiB (libfuse 3 takes 1 MiB writes and reads, FUSE_MAX_PAGES), which caps sequential writes,
- * cold reads and the page cache's folio size behind warm reads (docs/performance.md, the kernel
- * floor). libfuse 2 is also no longer maintained.
+ * 128 KiB (libfuse 3 takes 1 MiB writes, FUSE_MAX_PAGES), has no READDIRPLUS or copy_file_range in
+ * reach of JS, and is no longer maintained (docs/performance.md has the measurements).
  *
- * Threads. fuse_loop_mt runs on a thread of its own (started by mount) and serves each request on one
- * of libfuse's worker threads, which queues it for the JS thread (a libuv async handle) and waits
- * on the request's semaphore. Not a Node-API thread-safe function: Node wakes the JS thread while
- * still holding that function's lock, so the JS thread woke only to sleep again on the lock, once
- * for every request (a stat took 40-48 µs against fuse-native's 30). JS answers with reply(), on its own thread: reply() only stores the answer in
- * the request and posts the semaphore; the worker thread copies it into libfuse's structures. So no
- * libfuse structure is touched from the JS thread, and a request the worker gave up on (timeout) is
- * freed by whichever side lets go last (a reference count).
+ * Threads. fuse_loop_mt runs on a thread of its own (started by mount) and serves each request on
+ * one of libfuse's worker threads, which queues it for the JS thread (a libuv async handle) and
+ * waits on the request's semaphore. Not a Node-API thread-safe function: Node wakes the JS thread
+ * while still holding that function's lock, so the JS thread woke only to sleep again on the lock,
+ * once for every request (a stat took 40-48 us against fuse-native's 30). JS answers with reply(),
+ * on its own thread: reply() only stores the answer in the request and posts the semaphore; the
+ * worker thread copies it into libfuse's structures. So no libfuse structure is touched from the
+ * JS thread, and a request the worker gave up on (timeout) is freed by whichever side lets go last
+ * (a reference count).
  *
  * Memory handed to JS: never libfuse's, except for a write when every pooled buffer is busy (see
  * SLOT_SIZE): reads and writes go through buffers of the mount's own, copied into libfuse's by the
@@ -235,8 +235,9 @@ static req_t *req_new(int op, const char *path) {
 
 /*
  * Hand the request to JS and wait for the answer. Returns JS's code, with the request still the
- * caller's to read and req_unref; or GONE_TIMEOUT once the mount's timeout passed (never for
- * writes) or GONE_IO when JS cannot be reached, and then the caller must not touch it again.
+ * caller's to read and req_unref; or GONE_TIMEOUT once the mount's timeout passed (unless the
+ * caller asked for none: a write over libfuse's own buffer) or GONE_IO when JS cannot be reached,
+ * and then the caller must not touch it again.
  */
 static int req_run(req_t *r, int may_time_out) {
   if (!post(r->m, r)) {
@@ -658,7 +659,12 @@ static void dispatch_one(napi_env env, req_t *r) {
     if (ev == EV_DETACHED || ev == EV_EXIT) uv_unref((uv_handle_t *)&m->async);
     if (napi_get_reference_value(env, m->events, &fn) == napi_ok && fn) {
       napi_value argv[1] = { num(env, ev) };
-      napi_call_function(env, undefined, fn, 1, argv, NULL);
+      if (napi_call_function(env, undefined, fn, 1, argv, NULL) != napi_ok) {
+        /* Not left pending: the rest of the batch must still reach JS. */
+        bool pending;
+        napi_is_exception_pending(env, &pending);
+        if (pending) { napi_value e; napi_get_and_clear_last_exception(env, &e); }
+      }
     }
     if (ev == EV_EXIT) {
       /* The loop's last word: nothing is queued after it; the handle can go. */

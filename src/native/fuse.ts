@@ -4,8 +4,9 @@
  * whether a mount can work here and, if not, what to install. Two bindings serve the same
  * {@link FuseOperations}:
  * - **libfuse 3**, svc's own addon (native/fuse3/svc_fuse3.c, built by scripts/build-native.mjs when
- *   libfuse3-dev and a C compiler are there): 1 MiB reads and writes, which libfuse 2 cannot
- *   negotiate (docs/performance.md). Used when built, unless `SVC_FUSE_BINDING=fuse-native`.
+ *   libfuse3-dev and a C compiler are there): 1 MiB writes, which libfuse 2 cannot negotiate,
+ *   listings with their entries' attributes and copy_file_range (native/README.md,
+ *   docs/performance.md). Used when built, unless `SVC_FUSE_BINDING=fuse-native`.
  * - **fuse-native** (libfuse 2), the fallback.
  *
  * The rest of this header is about fuse-native.
