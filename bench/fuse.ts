@@ -29,6 +29,10 @@
  *   time), built with `cc` when the run starts (needs libfuse3-dev; without it the column is empty
  *   and stderr says why). It is what FUSE itself costs on this kernel with the least server work
  *   any binding could give it, so the table also shows which part of a gap no binding would close;
+ * - `cp` of the 256 MiB file within each side (copyFileSync, which uses copy_file_range: on the
+ *   libfuse 3 binding the daemon copies, elsewhere the kernel reads and writes), best of 3;
+ * - `ls -l` of a 2,000-file directory (a listing, then an lstat of each entry) once the kernel's
+ *   cached attributes expired, on every side: on libfuse 3 the listing carries them (READDIRPLUS);
  * - `git status` in a 2,000-file repository.
  *
  * Options: --size-mib N (default 256), --files N (default 2000), --rounds N (small-file rounds,
@@ -38,12 +42,13 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import {
   closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync,
-  existsSync, readFileSync,
+  existsSync, readFileSync, readdirSync, lstatSync, copyFileSync,
 } from 'node:fs';
 import { tmpdir, cpus, totalmem } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fuseSupport } from '../src/native/fuse.js';
+import { KERNEL_CACHE_SECONDS } from '../src/transports/fuse/mount.js';
 import { cpuMs } from './lib.js';
 import { buildKernelFloor } from './kernel-floor.js';
 
@@ -173,6 +178,36 @@ function bestOf(rounds: SmallTimes[]): SmallTimes {
   const out = {} as SmallTimes;
   for (const k of SMALL_OPS) out[k] = rounds.reduce((a, b) => (b[k].ms < a[k].ms ? b : a))[k];
   return out;
+}
+
+/** Block this thread for `msec` (the sides are driven with synchronous calls). */
+function sleepSync(msec: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, msec);
+}
+
+/**
+ * `ls -l` of a directory of FILES files, as a file manager or `find -ls` does it: one listing,
+ * then an lstat of every entry. Made untimed first; timed after the kernel's cached attributes
+ * expired (the mount's 0.5 s), so a mount pays for the listing and, unless the listing carried
+ * them, one request per entry.
+ */
+function listing(dir: string): () => number {
+  mkdirSync(dir, { recursive: true });
+  for (let i = 0; i < FILES; i++) writeFileSync(join(dir, `f${i}.txt`), 'x');
+  return () => {
+    sleepSync(KERNEL_CACHE_SECONDS * 1000 + 200);
+    return time(() => {
+      for (const name of readdirSync(dir)) lstatSync(join(dir, name));
+    });
+  };
+}
+
+/** `cp` of the big file within one side (copyFileSync: copy_file_range where offered); ms. */
+function copyWithin(dir: string): number {
+  const copy = join(dir, 'copy.bin');
+  const ms = time(() => copyFileSync(join(dir, 'big.bin'), copy));
+  unlinkSync(copy);
+  return ms;
 }
 
 function gitRepo(dir: string): void {
@@ -333,6 +368,9 @@ async function main(): Promise<void> {
     const iops = (v: number) => ((RANDOM_READS / v) * 1000).toFixed(0);
     row(`4 KiB random reads (reads/s, ${RANDOM_READS} reads)`, iops(dRand!), iops(mRand!), pct(dRand!, mRand!), '',
       floorCells(fRand, iops, (v) => pct(dRand!, v)));
+    const [dCopy, mCopy, ...fCopy] = bestOfRounds(3, [disk, mnt, ...floorDirs].map((dir) => () => copyWithin(dir)));
+    row(`cp of the ${SIZE_MIB} MiB file within the same side (MiB/s, best of 3)`, mibs(dCopy!), mibs(mCopy!), pct(dCopy!, mCopy!), '',
+      floorCells(fCopy, mibs, (v) => pct(dCopy!, v)));
     for (const dir of [disk, mnt, ...floorDirs]) unlinkSync(join(dir, 'big.bin'));
 
     // Small files: disk, mount and floors in turn each round, a fresh directory per round and side.
@@ -352,6 +390,9 @@ async function main(): Promise<void> {
       const kernel = fSmall[1] ? `, kernel floor ${perFile(fSmall[1][k].serverCpu)}` : '';
       console.error(`    ${k}, server CPU per file in the best round: daemon ${perFile(mSmall[k].serverCpu)}, floor ${perFile(fSmall[0]![k].serverCpu)}${kernel}`);
     }
+    const [dList, mList, ...fList] = bestOfRounds(3, [disk, mnt, ...floorDirs].map((dir) => listing(join(dir, 'listing'))));
+    row(`ls -l of ${FILES} files, their cached attributes expired (ms, best of 3)`, fmtMs(dList!), fmtMs(mList!), times(mList!, dList!), '',
+      floorCells(fList, fmtMs, (v) => times(v, dList!)));
     gitRepo(join(disk, 'repo'));
     gitRepo(join(mnt, 'repo'));
     const dGit = gitStatus(join(disk, 'repo'));
