@@ -11,7 +11,8 @@
  *   copy_file_range reaches the file system as one request (fuse-native: the kernel reads and writes);
  * - libfuse 3: an unanswered request, a write too, fails with ETIMEDOUT after the mount's timeout,
  *   and the late answer harms nothing; more writes in flight than pooled buffers keep their bytes; an ordinary user (nobody, when the test runs as root) mounts and unmounts
- *   through fusermount3; SIGTERM unmounts and the process exits although a file is still open.
+ *   through fusermount3; a process exiting with requests in flight exits cleanly; SIGTERM unmounts
+ *   and the process exits although a file is still open.
  *
  * As root on Linux with FUSE (CI), a libfuse 3 addon that is not built fails the test rather than
  * skipping it: `npm run build` must build it there.
@@ -236,6 +237,24 @@ print(os.copy_file_range(a, b, 5000, 100, 7))"`);
         await user.waitFor(/^unmounted$/);
         t.notOk(isMounted(userMnt), 'fusermount3 -u -z detached it');
         t.equal(await Promise.race([user.exited, new Promise((ok) => setTimeout(() => ok('still running'), 5000))]), 0, 'the process exits');
+      });
+
+      t.test('a process that exits with requests in flight exits cleanly', async (t) => {
+        for (let round = 0; round < 3; round++) {
+          const dir = join(tempDir('svc-binding-exit-'), 'mnt');
+          mkdirSync(dir);
+          const p = await startProbe(dir, 'libfuse3');
+          // Requests waiting in the daemon (getattr of /slow answers late) and one more arriving.
+          const waiting = [sh(`stat ${dir}/slow`), sh(`stat ${dir}/slow`)];
+          await new Promise((ok) => setTimeout(ok, 100));
+          const racing = sh(`ls -la ${dir}`);
+          p.child.kill('SIGUSR2');
+          const code = await Promise.race([p.exited, new Promise((ok) => setTimeout(() => ok('still running'), 5000))]);
+          t.equal(code, 0, `round ${round}: exit code 0, not killed by a signal (${p.child.signalCode ?? 'no signal'})`);
+          await sh(`fusermount3 -uz ${dir} || fusermount -uz ${dir}`);
+          await Promise.all([...waiting, racing]);
+          t.notOk(isMounted(dir), 'the stale mount is cleared');
+        }
       });
 
       t.test('SIGTERM unmounts, and the process exits with a file still open', async (t) => {
