@@ -169,6 +169,7 @@ export class Daemon {
         version: VERSION,
         backend: { type: 'local', location: services.store.blobs.describe().location },
         metadata_store: services.store.describe(),
+        fuse_mount: this.#fuse?.mounted && this.#fuse.binding ? { dir: this.#fuse.dir, binding: this.#fuse.binding } : undefined,
       }),
     });
     this.#address = await this.#http.listen();

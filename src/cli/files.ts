@@ -168,6 +168,7 @@ export function fileCommands(cli: Argv): Argv {
           ['daemon', `${status.service} ${status.version} (${status.status}) at ${url}`],
           ['backend', describeStore(status.backend)],
           ['metadata store', describeStore(status.metadata_store)],
+          ...(status.fuse_mount ? [['FUSE mount', `${status.fuse_mount.dir} (${status.fuse_mount.binding})`] as [string, string]] : []),
           ['methods', String(status.methods.length)],
           ['subject', `${whoami.subject_type}:${whoami.subject_id} (${flags.join(', ')})`],
           ['tenant', whoami.tenant_id],

@@ -82,7 +82,11 @@ export class SvcClient {
   }
 
   /** GET /api/nfs/status. */
-  status(): Promise<{ status: string; service: string; version: string; methods: string[]; backend: unknown; metadata_store: unknown }> {
+  status(): Promise<{
+    status: string; service: string; version: string; methods: string[]; backend: unknown; metadata_store: unknown;
+    /** Present while the daemon has its own FUSE mount (`serve --mount`). */
+    fuse_mount?: { dir: string; binding: string };
+  }> {
     return this.#get('/api/nfs/status');
   }
 

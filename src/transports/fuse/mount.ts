@@ -15,7 +15,7 @@
 import { mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Logger } from '../../core/log.js';
-import { forceUnmount, fuseSupport, FuseUnavailableError, NativeMount } from '../../native/fuse.js';
+import { forceUnmount, fuseSupport, FuseUnavailableError, NativeMount, type FuseBinding } from '../../native/fuse.js';
 import type { FuseBackend } from './backend.js';
 import { FuseFileSystem } from './operations.js';
 import { KernelCache } from './kernel-cache.js';
@@ -94,6 +94,11 @@ export class FuseMount {
   constructor(opts: FuseMountOptions) {
     this.#opts = opts;
     this.dir = resolve(opts.dir);
+  }
+
+  /** The FUSE binding serving the mount, once mounted. */
+  get binding(): FuseBinding | undefined {
+    return this.#native?.binding;
   }
 
   get mounted(): boolean {

@@ -24,6 +24,8 @@ export interface StatusInfo {
   version: string;
   backend: Record<string, unknown>;
   metadata_store: Record<string, unknown>;
+  /** The daemon's own FUSE mount (`serve --mount`), while it is mounted. */
+  fuse_mount?: { dir: string; binding: string } | undefined;
 }
 
 export interface HttpFaceOptions {
@@ -139,6 +141,7 @@ export class HttpFace {
       this.#json(res, 200, {
         status: 'running', service: 'svc-rpc', version: info.version,
         methods: this.#opts.dispatcher.methodNames(WebSocketFace.methods), backend: info.backend, metadata_store: info.metadata_store,
+        ...(info.fuse_mount ? { fuse_mount: info.fuse_mount } : {}),
       });
       return;
     }
