@@ -58,8 +58,9 @@ enum {
 enum { EV_INIT = 1, EV_EXIT = 2, EV_DETACHED = 3 };
 
 /*
- * Reads and writes go through buffers JS allocated once per mount (a pool of 1 MiB slots, the
- * largest request libfuse 3 negotiates): a Buffer made for every request counts as new external
+ * Reads and writes go through buffers the addon allocates once per mount and shows to JS as Buffers
+ * made once (a pool of 1 MiB slots, the largest request libfuse 3 negotiates): a Buffer made for
+ * every request counts as new external
  * memory to V8, and 256 MiB of them started eleven full collections a 256 MiB write. The worker
  * thread copies a write's bytes into a slot before handing the request over, and a read's bytes
  * out of it once JS has answered, so JS never holds libfuse's memory and both may time out. When
@@ -71,7 +72,7 @@ enum { EV_INIT = 1, EV_EXIT = 2, EV_DETACHED = 3 };
 typedef struct slot_s {
   char *mem;    /* allocated here, freed with the mount: valid for the worker threads even while Node exits */
   napi_ref ref; /* the Buffer over it, made once */
-  int busy;     /* guarded by the mount's lock */
+  atomic_int busy; /* taken by compare-and-swap: no lock on the request path */
 } slot_t;
 
 typedef struct mount_s {
@@ -90,7 +91,7 @@ typedef struct mount_s {
   int timeout_ms;
   double cache_seconds;
   atomic_int unmounting;
-  atomic_int refs; /* the JS handle + the async handle (until closed) + a running detach thread */
+  atomic_int refs; /* the JS handle, the async handle until closed, the loop thread, a running detach thread */
   /*
    * Guards the async handle's life against the threads that signal it: `closed` once the loop's
    * last event was taken (the handle is closing), `env_gone` once Node tears the environment
@@ -104,34 +105,29 @@ typedef struct mount_s {
 /*
  * Queue `r` for the JS thread and wake it; false when it cannot be (the mount's handle is closing,
  * or the environment is going away). The queue's lock is let go before the wake-up; the mount's
- * lock, held across it, is one the JS thread takes only to close the handle.
+ * lock, held across it, is one the JS thread takes only to close the handle (and unmount to check).
  */
 static bool post(mount_t *m, struct req_s *r);
 
 /* A free pooled buffer (the lowest, so few slots are ever touched), or NULL when all are busy. */
 static slot_t *take_slot(mount_t *m) {
-  slot_t *found = NULL;
-  pthread_mutex_lock(&m->lock);
-  for (int i = 0; i < SLOTS && !found; i++) {
-    if (m->slots[i].mem && !m->slots[i].busy) {
-      m->slots[i].busy = 1;
-      found = &m->slots[i];
-    }
+  for (int i = 0; i < SLOTS; i++) {
+    int free_ = 0;
+    if (m->slots[i].mem && atomic_compare_exchange_strong(&m->slots[i].busy, &free_, 1)) return &m->slots[i];
   }
-  pthread_mutex_unlock(&m->lock);
-  return found;
+  return NULL;
 }
 
 static void give_slot(mount_t *m, slot_t *slot) {
-  pthread_mutex_lock(&m->lock);
-  slot->busy = 0;
-  pthread_mutex_unlock(&m->lock);
+  (void)m;
+  atomic_store(&slot->busy, 0);
 }
 
 static void mount_unref(mount_t *m) {
   if (atomic_fetch_sub(&m->refs, 1) == 1) {
     for (int i = 0; i < SLOTS; i++) free(m->slots[i].mem);
     pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->qlock);
     free(m->dir);
     free(m);
   }
