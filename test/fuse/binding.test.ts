@@ -9,10 +9,14 @@
  *   `touch -d`'s mtime, file types in a directory listing, "." and "..";
  * - libfuse 3 answers a listing with each entry's attributes (READDIRPLUS): `ls -l` asks no getattr;
  *   copy_file_range reaches the file system as one request (fuse-native: the kernel reads and writes);
- * - libfuse 3: an unanswered request, a write too, fails with ETIMEDOUT after the mount's timeout,
- *   and the late answer harms nothing; more writes in flight than pooled buffers keep their bytes; an ordinary user (nobody, when the test runs as root) mounts and unmounts
- *   through fusermount3; a process exiting with requests in flight exits cleanly; SIGTERM unmounts
- *   and the process exits although a file is still open.
+ * - libfuse 3 only:
+ *   - an unanswered request, a write too, fails with ETIMEDOUT after the mount's timeout, and the
+ *     late answer harms nothing;
+ *   - more writes in flight than pooled buffers keep their bytes;
+ *   - an ordinary user (nobody, when the test runs as root) mounts and unmounts through fusermount3;
+ *   - a process exiting with requests in flight exits cleanly;
+ *   - SIGTERM unmounts, and the process exits although a file is still open.
+ * - SVC_FUSE_BINDING picks the binding and refuses anything else.
  *
  * As root on Linux with FUSE (CI), a libfuse 3 addon that is not built fails the test rather than
  * skipping it: `npm run build` must build it there.
