@@ -12,6 +12,7 @@
  * - libfuse 3 only:
  *   - an unanswered request, a write too, fails with ETIMEDOUT after the mount's timeout, and the
  *     late answer harms nothing;
+ *   - a handler that throws answers EIO, and the mount goes on;
  *   - more writes in flight than pooled buffers keep their bytes;
  *   - an ordinary user (nobody, when the test runs as root) mounts and unmounts through fusermount3;
  *   - a process exiting with requests in flight exits cleanly;
@@ -202,6 +203,13 @@ print(os.copy_file_range(a, b, 5000, 100, 7))"`);
         t.ok(Date.now() - started >= TIMEOUT_MS * 0.9, 'after the mount\'s timeout');
         await new Promise((ok) => setTimeout(ok, TIMEOUT_MS * 3));
         t.equal((await shOk(`cat ${mnt}/f`)).trim(), 'hi', 'the mount still answers after the late answer');
+      });
+
+      t.test('a handler that throws answers EIO, and the mount goes on', async (t) => {
+        const r = await sh(`stat ${mnt}/throw`);
+        t.not(r.code, 0);
+        t.match(r.stderr, /Input\/output error/, 'EIO');
+        t.equal((await shOk(`cat ${mnt}/f`)).trim(), 'hi', 'the next request is answered');
       });
 
       t.test('a write left unanswered times out as well', async (t) => {
