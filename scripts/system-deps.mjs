@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // The Debian packages the FUSE mount and its tests need: libfuse2 (fuse-native's libfuse 2),
 // fuse3 (fusermount; never the old "fuse" package, which removes fuse3), the tools the mount
-// tests run inside a mount (rsync, git), and libfuse3-dev with pkg-config, with which bench:fuse
-// and its test build the kernel floor (bench/fuse-floor-ll.c). Run before `npm test` (and by `svc serve --mount` users by
-// hand): as root with apt-get, missing packages are installed; otherwise it says what is missing and
+// tests run inside a mount (rsync, git), and libfuse3-dev, pkg-config, gcc and libc6-dev, with
+// which `npm run build` compiles svc's libfuse 3 binding (scripts/build-native.mjs) and bench:fuse
+// builds its kernel floor (bench/fuse-floor-ll.c). Run before `npm test` (and by `svc serve --mount`
+// users by hand): as root with apt-get, missing packages are installed; otherwise it says what is missing and
 // how to install it. It never fails the command that runs it: without FUSE, the mount tests skip
 // with a printed reason.
 import { execFileSync, spawnSync } from 'node:child_process';

@@ -263,44 +263,48 @@ static int req_run(req_t *r, int may_time_out) {
   }
 }
 
-/* Run a request whose answer is its code only. */
-static int simple(req_t *r) {
+/*
+ * Run `r` (NULL: out of memory) and answer its code; when JS answered 0, `take` first copies the
+ * answer to `out` while the request is still held.
+ */
+static int ask(req_t *r, void (*take)(const req_t *r, void *out), void *out) {
   if (!r) return -ENOMEM;
   int code = req_run(r, 1);
   if (GONE(code)) return GONE_ERRNO(code);
+  if (code == 0 && take) take(r, out);
   req_unref(r);
   return code;
+}
+
+/* Run a request whose answer is its code only. */
+static int simple(req_t *r) { return ask(r, NULL, NULL); }
+
+static void take_stat(const req_t *r, void *out) { *(struct stat *)out = r->st; }
+static void take_statvfs(const req_t *r, void *out) { *(struct statvfs *)out = r->sv; }
+static void take_fh(const req_t *r, void *out) { ((struct fuse_file_info *)out)->fh = r->fh; }
+
+/* A readlink's answer into libfuse's buffer: truncated to fit, always terminated. */
+struct text_out { char *buf; size_t size; };
+static void take_text(const req_t *r, void *out) {
+  struct text_out *t = out;
+  const char *text = r->text ? r->text : "";
+  size_t n = strlen(text);
+  if (t->size == 0) return;
+  if (n >= t->size) n = t->size - 1;
+  memcpy(t->buf, text, n);
+  t->buf[n] = '\0';
 }
 
 /* ------------------------------------------------------------------ operations */
 
 static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi) {
   (void)fi;
-  req_t *r = req_new(OP_GETATTR, path);
-  if (!r) return -ENOMEM;
-  int code = req_run(r, 1);
-  if (GONE(code)) return GONE_ERRNO(code);
-  if (code == 0) *st = r->st;
-  req_unref(r);
-  return code;
+  return ask(req_new(OP_GETATTR, path), take_stat, st);
 }
 
 static int op_readlink(const char *path, char *buf, size_t size) {
-  req_t *r = req_new(OP_READLINK, path);
-  if (!r) return -ENOMEM;
-  int code = req_run(r, 1);
-  if (GONE(code)) return GONE_ERRNO(code);
-  if (code == 0) {
-    const char *t = r->text ? r->text : "";
-    size_t n = strlen(t);
-    if (size > 0) {
-      if (n >= size) n = size - 1;
-      memcpy(buf, t, n);
-      buf[n] = '\0';
-    }
-  }
-  req_unref(r);
-  return code;
+  struct text_out out = { buf, size };
+  return ask(req_new(OP_READLINK, path), take_text, &out);
 }
 
 static int op_mknod(const char *path, mode_t mode, dev_t dev) {
@@ -369,27 +373,15 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi) 
   return simple(r);
 }
 
-static int op_open(const char *path, struct fuse_file_info *fi) {
-  req_t *r = req_new(OP_OPEN, path);
-  if (!r) return -ENOMEM;
-  r->n[0] = fi->flags;
-  int code = req_run(r, 1);
-  if (GONE(code)) return GONE_ERRNO(code);
-  if (code == 0) fi->fh = r->fh;
-  req_unref(r);
-  return code;
+/* open and create: JS answers the new handle's number, kept as the file's fh. */
+static int opened(int op, const char *path, double n0, struct fuse_file_info *fi) {
+  req_t *r = req_new(op, path);
+  if (r) r->n[0] = n0;
+  return ask(r, take_fh, fi);
 }
 
-static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi) {
-  req_t *r = req_new(OP_CREATE, path);
-  if (!r) return -ENOMEM;
-  r->n[0] = mode;
-  int code = req_run(r, 1);
-  if (GONE(code)) return GONE_ERRNO(code);
-  if (code == 0) fi->fh = r->fh;
-  req_unref(r);
-  return code;
-}
+static int op_open(const char *path, struct fuse_file_info *fi) { return opened(OP_OPEN, path, fi->flags, fi); }
+static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi) { return opened(OP_CREATE, path, mode, fi); }
 
 static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
   req_t *r = req_new(OP_READ, path);
@@ -443,15 +435,7 @@ static ssize_t op_copy_file_range(const char *path_in, struct fuse_file_info *fi
   return simple(r);
 }
 
-static int op_statfs(const char *path, struct statvfs *sv) {
-  req_t *r = req_new(OP_STATFS, path);
-  if (!r) return -ENOMEM;
-  int code = req_run(r, 1);
-  if (GONE(code)) return GONE_ERRNO(code);
-  if (code == 0) *sv = r->sv;
-  req_unref(r);
-  return code;
-}
+static int op_statfs(const char *path, struct statvfs *sv) { return ask(req_new(OP_STATFS, path), take_statvfs, sv); }
 
 static int with_fh(int op, const char *path, struct fuse_file_info *fi, double extra) {
   req_t *r = req_new(op, path);
