@@ -14,6 +14,10 @@
  *   2026-11-24's "new content" run measured a rewrite in their best round);
  * - sequential read of it in 1 MiB blocks, page cache cold (drop_caches, when permitted; the floor
  *   too) and warm (best of 5 rounds, disk, mount and floor in turn within each);
+ * - the warm read again against a second disk file with the same bytes written in 4 KiB blocks, so
+ *   that the disk caches it in 4 KiB folios as FUSE caches every file on this kernel (the first is
+ *   cached in folios of up to 1 MiB, which a warm read copies about twice as fast); as root, the
+ *   folios each side's file sits in are counted (bench/folios.c) and printed;
  * - 4 KiB reads at random offsets (best of 3 rounds, in turn likewise);
  * - the close-only write, the cold, warm and random reads and the small-file rows below also on the floor;
  * - create, stat and delete 2,000 small files, also on a third side: the FLOOR, a bare in-memory
@@ -50,7 +54,7 @@ import { fileURLToPath } from 'node:url';
 import { fuseSupport } from '../src/native/fuse.js';
 import { KERNEL_CACHE_SECONDS } from '../src/transports/fuse/mount.js';
 import { cpuMs } from './lib.js';
-import { buildKernelFloor } from './kernel-floor.js';
+import { buildFolioCounter, buildKernelFloor, type Built } from './kernel-floor.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const MiB = 1024 * 1024;
@@ -202,6 +206,26 @@ function listing(dir: string): () => number {
   };
 }
 
+/** A copy of `from` written to `to` in 4 KiB writes: the disk caches it in 4 KiB folios. */
+function copyIn4KiBWrites(from: string, to: string): void {
+  const data = readFileSync(from);
+  const fd = openSync(to, 'w');
+  for (let at = 0; at < data.length; at += 4096) writeSync(fd, data, at, Math.min(4096, data.length - at));
+  closeSync(fd);
+}
+
+/** How `path` sits in the page cache (bench/folios.c's line), or why that is unknown. */
+function folios(counter: Built, path: string): string {
+  if ('reason' in counter) return `unknown (${counter.reason})`;
+  try {
+    const out = execFileSync(counter.binary, [path], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const [pages, cached, count, largest] = [...out.matchAll(/\d+/g)].map((m) => Number(m[0]));
+    return `${cached} of ${pages} pages cached, in ${count} folios, the largest ${(largest! * 4)} KiB`;
+  } catch (err) {
+    return `unknown (${String((err as { stderr?: string }).stderr ?? err).trim().split('\n')[0]})`;
+  }
+}
+
 /** `cp` of the big file within one side (copyFileSync: copy_file_range where offered); ms. */
 function copyWithin(dir: string): number {
   const copy = join(dir, 'copy.bin');
@@ -318,6 +342,9 @@ async function main(): Promise<void> {
   };
   const built = buildKernelFloor(base);
   if ('reason' in built) console.error(`bench:fuse: no kernel floor column: ${built.reason}`);
+  const folioCounter = buildFolioCounter(base);
+  /** Where each side's big file sat in the page cache after the warm reads. */
+  const folioLines: string[] = [];
   try {
     daemon = await startDaemon(join(base, 'data'), mnt);
     floor = await startFloor(floorMnt);
@@ -361,9 +388,19 @@ async function main(): Promise<void> {
       row(`sequential read ${SIZE_MIB} MiB, page cache dropped (MiB/s)`, mibs(dReadCold), mibs(mReadCold), pct(dReadCold, mReadCold),
         '', floorCells(fReadCold, mibs, (v) => pct(dReadCold, v)));
     }
-    const [dRead, mRead, ...fRead] = bestOfRounds(5, [disk, mnt, ...floorDirs].map((dir) => () => seqRead(join(dir, 'big.bin'))));
+    const small = join(disk, 'big-4k.bin');
+    copyIn4KiBWrites(join(disk, 'big.bin'), small);
+    const warm = [join(disk, 'big.bin'), small, ...[mnt, ...floorDirs].map((dir) => join(dir, 'big.bin'))];
+    const [dRead, d4Read, mRead, ...fRead] = bestOfRounds(5, warm.map((path) => () => seqRead(path)));
     row(`sequential read ${SIZE_MIB} MiB, warm (MiB/s, best of 5)`, mibs(dRead!), mibs(mRead!), pct(dRead!, mRead!), '≥ 50 %',
       floorCells(fRead, mibs, (v) => pct(dRead!, v)));
+    row('same, the disk\'s copy written in 4 KiB blocks, so cached in 4 KiB folios as FUSE caches every file here',
+      mibs(d4Read!), mibs(mRead!), pct(d4Read!, mRead!), '', floorCells(fRead, mibs, (v) => pct(d4Read!, v)));
+    ['disk', 'disk, 4 KiB writes', 'mount', 'floor', 'kernel floor'].slice(0, warm.length).forEach((side, i) => {
+      folioLines.push(`${side}: ${folios(folioCounter, warm[i]!)}`);
+      console.error(`    page cache after the warm reads, ${folioLines.at(-1)}`);
+    });
+    unlinkSync(small);
     const [dRand, mRand, ...fRand] = bestOfRounds(3, [disk, mnt, ...floorDirs].map((dir) => () => randomReads(join(dir, 'big.bin'))));
     const iops = (v: number) => ((RANDOM_READS / v) * 1000).toFixed(0);
     row(`4 KiB random reads (reads/s, ${RANDOM_READS} reads)`, iops(dRand!), iops(mRand!), pct(dRand!, mRand!), '',
@@ -415,6 +452,7 @@ async function main(): Promise<void> {
     + 'The kernel floor is bench/fuse-floor-ll.c: libfuse 3\'s low-level API in C, one request at a time, 1 MiB writes, bytes in memory: '
     + 'the FUSE round trips with the least server work any binding could give them'
     + `${'reason' in built ? ` (not run here: ${built.reason})` : ''}. Both are timed for the close-only write, the cold, warm and random reads and the small-file rows.`);
+  console.log(`\nThe ${SIZE_MIB} MiB file in the page cache after the warm reads (bench/folios.c): ${folioLines.join('; ')}.`);
 }
 
 main().catch((err) => {
