@@ -147,19 +147,10 @@ export interface HoldRequest {
   /**
    * The bytes, asked for inside the transaction just before they are stored (used at once: they
    * may be in a buffer the next request reuses); undefined: no longer wanted (the writer changed
-   * them since they were hashed), nothing is stored or held.
+   * them since they were hashed), nothing is stored or held. Absent: a chunk the store already
+   * holds (a stored version lists it), held by reference; not held if it is stored no more.
    */
-  data: () => Uint8Array | undefined;
-}
-
-/** {@link FsService.writeChunks} options. */
-export interface WriteChunksOptions extends WriteOptions {
-  /**
-   * SHA-256 (hex) of the whole content, when the caller computed it while the bytes were written.
-   * Used only when every piece also carries its `hash` and `size`: then no piece is loaded to hash
-   * it (a piece new to the store is still loaded once, to store it).
-   */
-  etag?: string | undefined;
+  data?: (() => Uint8Array | undefined) | undefined;
 }
 
 /** {@link FsService.writeChunks} options. */
@@ -352,14 +343,15 @@ export class FsService {
       }
       const held = requests.map((r) => {
         // Asked for one at a time, just before it is stored (the caller may read each into one
-        // reused buffer); bytes that cannot be read are not held (the commit stores them).
+        // reused buffer); bytes that cannot be read are not held (the commit stores them). A
+        // request by reference is not held when the chunk's last reference went meanwhile.
         let data: Uint8Array | undefined;
         try {
-          data = r.data();
+          data = r.data?.();
         } catch {
           data = undefined;
         }
-        if (data === undefined) return false;
+        if (r.data ? data === undefined : !this.#blobs.has(r.hash)) return false;
         this.#ref(r.hash, data);
         this.#pending.put(r.hash, (this.#pending.get(r.hash) ?? 0) + 1);
         return true;

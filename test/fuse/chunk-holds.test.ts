@@ -241,3 +241,116 @@ t.test('with one chunk in memory, spooled chunks are stored early from the spool
   t.equal(f.fs.file('/spooled.bin').etag, sha256(data));
   consistent(t, f, 'after the commit');
 });
+
+t.test('holdChunks by reference: a stored chunk is held without its bytes; one no longer stored is not', async (t) => {
+  const f = makeFs(t);
+  const a = noise(CS, 61);
+  await f.fs.write('/a.bin', a);
+  t.same(await f.fs.holdChunks([{ hash: sha256(a) }, { hash: sha256(noise(CS, 62)) }]), [true, false]);
+  t.equal(f.refs(sha256(a)), 2, 'the entry and the hold');
+  consistent(t, f, 'held by reference');
+  await f.fs.delete('/a.bin');
+  t.ok(f.store.blobs.has(sha256(a)), 'the hold keeps the chunk after its file went');
+  await f.fs.holdChunks([], [sha256(a)]);
+  t.equal(f.allRefs().size, 0, 'and the last hold frees it');
+});
+
+/** Open `from` (stored) and clone all of it into a new file at `to`, as `cp` asks: calls of `step` bytes. */
+async function cloneAll(open: Awaited<ReturnType<typeof setup>>['open'], from: string, to: string, step: number) {
+  const src = await open(from, { stored: true });
+  const dst = await open(to);
+  const source = await src.storedContent();
+  let pos = 0;
+  const calls: number[] = [];
+  for (;;) {
+    const n = source ? await dst.cloneFrom(source, pos, step) : 0;
+    if (n === 0) break;
+    calls.push(n);
+    pos += n;
+  }
+  return { src, dst, source, calls, size: pos };
+}
+
+t.test('copy_file_range of a stored file into a new one shares its chunks: nothing read, hashed or stored', async (t) => {
+  const { f, open, commit, handed } = setup(t);
+  const data = noise(5 * CS + 777, 71);
+  const written = await f.fs.write('/src.bin', data);
+  const { dst, calls, size } = await cloneAll(open, '/src.bin', '/copy.bin', 2 * CS + 5);
+  t.same(calls, [2 * CS, 2 * CS, CS + 777], 'whole chunks a call, the partial one only at the end');
+  t.equal(size, data.length);
+  t.equal(dst.size, data.length);
+  for (const h of hashesOf(data)) t.equal(f.fs.pendingHolds(h), 1, 'each chunk held once for the copy');
+  consistent(t, f, 'cloned, not committed');
+  const buf = Buffer.alloc(4000);
+  await dst.read(buf, buf.length, 3 * CS - 2000, async () => undefined);
+  t.ok(buf.equals(data.subarray(3 * CS - 2000, 3 * CS + 2000)), 'the copy reads the source\'s bytes before its commit');
+  const blobs = f.allRefs().size;
+  const result = await commit(dst);
+  t.ok(handed().every((p) => p.held === true && p.hash !== undefined), 'the commit is handed every chunk as held');
+  t.equal(result?.etag, written.etag, 'the copy\'s etag is the source\'s, not computed again');
+  t.ok(f.fs.read('/copy.bin').content.equals(data));
+  t.equal(f.allRefs().size, blobs, 'no new chunk stored');
+  for (const h of hashesOf(data)) t.equal(f.refs(h), 2, 'each chunk referenced by both files');
+  t.same(f.pending(), new Map());
+  consistent(t, f, 'after the commit');
+  await f.fs.delete('/src.bin');
+  t.ok(f.fs.read('/copy.bin').content.equals(data), 'the copy outlives its source');
+  consistent(t, f, 'after the source went');
+});
+
+t.test('a clone holds its chunks: the source deleted before the copy is committed takes nothing with it', async (t) => {
+  const { f, open, commit } = setup(t);
+  const data = noise(3 * CS, 72);
+  await f.fs.write('/src.bin', data);
+  const { dst } = await cloneAll(open, '/src.bin', '/copy.bin', 8 * CS);
+  await f.fs.delete('/src.bin');
+  for (const h of hashesOf(data)) t.ok(f.store.blobs.has(h), 'every chunk still stored');
+  await commit(dst);
+  t.ok(f.fs.read('/copy.bin').content.equals(data));
+  consistent(t, f, 'after the commit');
+});
+
+t.test('a clone written afterwards, or not whole, commits the right bytes with an etag of its own', async (t) => {
+  const { f, open, commit } = setup(t);
+  const data = noise(4 * CS + 10, 73);
+  await f.fs.write('/src.bin', data);
+  // Written after the clone: the etag is computed for the bytes as they are.
+  const { dst } = await cloneAll(open, '/src.bin', '/patched.bin', 8 * CS);
+  const patch = Buffer.from('patched');
+  await dst.write(patch, patch.length, CS + 5);
+  const patched = Buffer.from(data);
+  patch.copy(patched, CS + 5);
+  const r1 = await commit(dst);
+  t.equal(r1?.etag, sha256(patched));
+  t.ok(f.fs.read('/patched.bin').content.equals(patched));
+  // Only the first chunks cloned, the rest written: the etag is the whole content's.
+  const src = await open('/src.bin', { stored: true });
+  const part = await open('/part.bin');
+  t.equal(await part.cloneFrom((await src.storedContent())!, 0, 2 * CS), 2 * CS);
+  const rest = data.subarray(2 * CS);
+  await part.write(rest, rest.length, 2 * CS);
+  const r2 = await commit(part);
+  t.equal(r2?.etag, sha256(data));
+  t.ok(f.fs.read('/part.bin').content.equals(data));
+  consistent(t, f, 'after both commits');
+});
+
+t.test('cloneFrom refuses what it cannot share: the caller copies bytes instead', async (t) => {
+  const { f, open } = setup(t);
+  const data = noise(3 * CS, 74);
+  await f.fs.write('/src.bin', data);
+  await f.fs.write('/small.txt', Buffer.from('inline content'));
+  const src = await open('/src.bin', { stored: true });
+  const source = (await src.storedContent())!;
+  const dst = await open('/dst.bin');
+  t.equal(await dst.cloneFrom(source, CS, CS), 0, 'not where the file ends');
+  await dst.write(Buffer.from('x'), 1, 0);
+  t.equal(await dst.cloneFrom(source, 1, CS), 0, 'not at a chunk boundary');
+  t.equal(await dst.cloneFrom(source, 0, CS), 0, 'not where the file ends (it has a byte)');
+  const small = await open('/small.txt', { stored: true });
+  const fresh = await open('/fresh.txt');
+  t.equal(await fresh.cloneFrom((await small.storedContent())!, 0, CS), 0, 'inline content has no chunk to share');
+  await src.write(Buffer.from('y'), 1, 10);
+  t.equal(await src.storedContent(), undefined, 'a source written since it was opened is not a stored version');
+  t.same(f.pending(), new Map(), 'nothing held by the refusals');
+});

@@ -37,9 +37,10 @@ export class ChunkHolds {
 
   /**
    * Store a chunk with a hold; resolves to whether it is held (false: `data` returned undefined, or
-   * the store failed; the chunk is then stored by the commit as before).
+   * the store failed; the chunk is then stored by the commit as before). Without `data`, hold a
+   * chunk the store already has (a stored version lists it): false when it is stored no more.
    */
-  hold(hash: string, data: () => Uint8Array | undefined): Promise<boolean> {
+  hold(hash: string, data?: () => Uint8Array | undefined): Promise<boolean> {
     return new Promise((settle) => {
       this.#requests.push({ request: { hash, data }, settle });
       this.#kick();

@@ -18,6 +18,11 @@
  * written or truncated again comes back as a dirty chunk and its hold is given up; so are every
  * hold of a file disposed of without a commit.
  *
+ * A copy from a stored version (copy_file_range, in process) needs no bytes at all: the chunks it
+ * covers are held by reference ({@link OpenFile.cloneFrom}), and a file that ends up a whole copy of
+ * one version commits with that version's etag, so a `cp` inside the mount reads, hashes and
+ * stores nothing.
+ *
  * Invariants:
  * - bytes of the base at offsets >= `#keep` are gone (truncated away); they read as zeros if the
  *   file grows again, and so do bytes of a dirty chunk beyond its buffer;
@@ -94,6 +99,11 @@ export class OpenFile {
   readonly #storing = new Set<Promise<void>>();
   /** Holds taken, waiting to be adopted by the next operation (or given up if the chunk changed). */
   #landed: { index: number; token: Promise<string | undefined>; hash: string }[] = [];
+  /**
+   * Chunks `[0, upto)` are those of `source`, cloned and unchanged since: when `upto` reaches the
+   * end of both, the content is `source`'s and so is its etag. Undefined once anything else writes.
+   */
+  #clone: { source: StoredContent; upto: number } | undefined;
   /** The last held chunk read back: content-addressed, so never stale. */
   #heldCache: { hash: string; data: Buffer } | undefined;
   #disposed = false;
@@ -190,6 +200,7 @@ export class OpenFile {
   /** Copies `buf` (fuse-native reuses it after the callback). */
   write(buf: Buffer, len: number, pos: number): Promise<number> {
     return this.#exclusive(async () => {
+      this.#clone = undefined;
       const end = pos + len;
       for (let off = pos; off < end;) {
         const i = Math.floor(off / CS);
@@ -211,6 +222,7 @@ export class OpenFile {
 
   truncate(size: number): Promise<void> {
     return this.#exclusive(async () => {
+      if (size !== this.#size) this.#clone = undefined;
       if (size < this.#size) {
         for (const i of [...this.#hashes.keys()]) if ((i + 1) * CS > size) this.#mutated(i);
         if (this.#stream && this.#stream.next * CS > size) this.#breakStream();
@@ -275,6 +287,56 @@ export class OpenFile {
     });
   }
 
+  /**
+   * The stored version this file's content is, when nothing changed it since it was opened or
+   * last committed; undefined otherwise (written, truncated, unlinked, or changed by another face).
+   */
+  storedContent(): Promise<StoredContent | undefined> {
+    return this.#exclusive(async () => {
+      const base = this.#base;
+      const clean = !this.#changed && !this.stale && !this.orphan && base !== undefined && this.#size === base.size
+        && this.#keep === base.size && this.#dirty.size === 0 && this.#spilled.size === 0 && this.#held.size === 0;
+      return clean ? base : undefined;
+    });
+  }
+
+  /**
+   * Copy bytes `[from, from + bytes)` of `source` (a stored version) to the same offsets here
+   * without reading them: each chunk is held by reference for this file, as an early store's is,
+   * and the commit takes the holds over. Only where this file ends at `from`, a chunk boundary (a
+   * `cp` copies into a new file from the start, and each call goes on where the last one ended).
+   * Copies whole chunks, or up to the source's end; returns the bytes copied, 0 when it cannot
+   * (out of process, a chunk whose hash is not known, one no longer stored): the caller then
+   * copies bytes.
+   */
+  cloneFrom(source: StoredContent, from: number, bytes: number): Promise<number> {
+    return this.#exclusive(async () => {
+      const holds = this.#holds;
+      if (!holds || this.readOnly || this.orphan || from % CS !== 0 || this.#size !== from || from >= source.size) return 0;
+      let end = Math.min(source.size, from + bytes);
+      // A partial last chunk only at the source's end, so the next call starts at a boundary.
+      if (end < source.size) end -= end % CS;
+      const hashes: string[] = [];
+      for (let i = from / CS; i * CS < end; i++) {
+        const hash = source.hash(i);
+        if (hash === undefined) return 0;
+        hashes.push(hash);
+      }
+      if (hashes.length === 0) return 0;
+      const held = await Promise.all(hashes.map((hash) => holds.hold(hash)));
+      if (held.includes(false)) {
+        this.#release(hashes.filter((_, k) => held[k]));
+        return 0;
+      }
+      const clone = this.#clone;
+      this.#clone = from === 0 ? { source, upto: end } : clone?.source === source && clone.upto === from ? { source, upto: end } : undefined;
+      hashes.forEach((hash, k) => this.#held.set(from / CS + k, hash));
+      this.#size = end;
+      this.#touch();
+      return end - from;
+    });
+  }
+
   /** Copy every stored byte into memory, so the file outlives the removal of its stored content. */
   detach(): Promise<void> {
     return this.#exclusive(async () => {
@@ -302,6 +364,7 @@ export class OpenFile {
     this.#hashes.clear();
     this.#breakStream();
     this.#stream = undefined;
+    this.#clone = undefined;
     this.#release([...this.#held.values()]);
     this.#held.clear();
     await this.#spool?.close();
@@ -433,6 +496,12 @@ export class OpenFile {
    * every full chunk and the last partial one is in memory (then every piece has its hash).
    */
   async #knownHashes(pieces: CommitPiece[]): Promise<string | undefined> {
+    const clone = this.#clone;
+    if (clone && clone.upto === this.#size && clone.upto === clone.source.size) {
+      // A whole copy of one version, unchanged since: every piece is a held chunk, with its hash.
+      this.#breakStream();
+      return clone.source.etag;
+    }
     for (const [i, hash] of this.#hashes) {
       const piece = pieces[i];
       if (piece && piece.size === CS && piece.hash === undefined) piece.hash = await hash;

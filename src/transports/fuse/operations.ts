@@ -57,6 +57,11 @@ const UNCHANGED_ID = 0xffffffff;
  * is well inside the request timeout, and the copy goes a chunk at a time through one buffer.
  */
 const COPY_RANGE_MAX = 64 * CHUNK_SIZE;
+/**
+ * Most bytes one copy_file_range shares without copying: 1 GiB, well inside the 32-bit count a
+ * FUSE reply carries; `cp` calls again for the rest.
+ */
+const CLONE_MAX = 1024 * CHUNK_SIZE;
 const UINT32_MAX = 0xffffffff;
 /**
  * Failures passed on by their own name, not as EIO: a full disk under the store, the journal or a
@@ -247,13 +252,24 @@ export class FuseFileSystem {
   }
 
   /**
-   * copy_file_range: read from one open file and write to another inside the daemon, a chunk at a
-   * time, up to {@link COPY_RANGE_MAX} bytes. Whole chunks copied at aligned offsets hash to chunks
-   * the store already holds, so a `cp` of a large file stores no new bytes.
+   * copy_file_range. From a file unchanged since it was opened, into the end of another at the same
+   * chunk-aligned offset (what `cp` asks for), in process: the chunks are shared, not copied
+   * ({@link OpenFile.cloneFrom}), up to {@link CLONE_MAX} bytes a call. Otherwise: read from one
+   * open file and write to the other inside the daemon, a chunk at a time, up to
+   * {@link COPY_RANGE_MAX} bytes (whole chunks at aligned offsets then hash to chunks the store
+   * already holds, so the copy stores no new bytes either).
    */
   async #copyRange(srcFd: number, srcPos: number, dstFd: number, dstPos: number, len: number): Promise<number> {
     const dst = this.#handle(dstFd);
     if (dst.file.readOnly) throw new PosixError('EROFS');
+    if (srcPos === dstPos && dstPos === dst.file.size && srcPos % CHUNK_SIZE === 0) {
+      const source = await this.#handle(srcFd).file.storedContent();
+      const cloned = source ? await dst.file.cloneFrom(source, dstPos, Math.min(len, CLONE_MAX)) : 0;
+      if (cloned > 0) {
+        dst.wrote = true;
+        return cloned;
+      }
+    }
     const total = Math.min(len, COPY_RANGE_MAX);
     const buf = Buffer.allocUnsafe(Math.min(total, CHUNK_SIZE));
     let copied = 0;
