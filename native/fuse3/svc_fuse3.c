@@ -144,6 +144,8 @@ typedef struct req_s {
   sem_t done;
   char *path, *path2;
   double n[4];       /* numeric arguments (fh, mode, size, offset, ...) */
+  uid_t uid;         /* the calling process's (file system) ids, from the request's FUSE context */
+  gid_t gid;
   const char *in;    /* a write's bytes when no slot was free (libfuse's buffer) */
   char *data;        /* a read's buffer when no slot was free, allocated here */
   struct slot_s *slot; /* a read's or write's pooled buffer, given back when the request is freed */
@@ -209,8 +211,11 @@ static void post_event(mount_t *m, int ev) {
 static req_t *req_new(int op, const char *path) {
   req_t *r = calloc(1, sizeof *r);
   if (!r) return NULL;
+  const struct fuse_context *ctx = fuse_get_context();
   r->op = op;
-  r->m = fuse_get_context()->private_data;
+  r->m = ctx->private_data;
+  r->uid = ctx->uid;
+  r->gid = ctx->gid;
   atomic_init(&r->refs, 2);
   atomic_init(&r->state, PENDING);
   sem_init(&r->done, 0, 0);
@@ -659,7 +664,11 @@ static void dispatch_one(napi_env env, req_t *r) {
     fail_from_js(r);
     return;
   }
-  /* dispatch(req, op, path, path2, n0, n1, buffer, length, n2, n3) */
+  /*
+   * dispatch(req, op, path, path2, n0, n1, buffer, length, n2, n3); for the operations that make
+   * an entry (which have no n2 or n3), n2 and n3 are the caller's uid and gid.
+   */
+  bool makes = r->op == OP_CREATE || r->op == OP_MKDIR || r->op == OP_SYMLINK || r->op == OP_MKNOD;
   napi_value argv[10];
   napi_create_external(env, r, NULL, NULL, &argv[0]);
   argv[1] = num(env, r->op);
@@ -669,8 +678,8 @@ static void dispatch_one(napi_env env, req_t *r) {
   argv[5] = num(env, r->n[1]);
   argv[6] = undefined;
   argv[7] = num(env, (double)r->len);
-  argv[8] = num(env, r->n[2]);
-  argv[9] = num(env, r->n[3]);
+  argv[8] = num(env, makes ? (double)r->uid : r->n[2]);
+  argv[9] = num(env, makes ? (double)r->gid : r->n[3]);
   napi_status made = napi_ok;
   if (r->op == OP_READ || r->op == OP_WRITE) {
     /* A slot's whole Buffer (JS reads or fills `length` bytes of it), or one over this request's bytes. */

@@ -24,9 +24,11 @@
  * finds the mount's /dev/fuse descriptor, and {@link invalInodeMessage} and {@link invalEntryMessage}
  * encode what is written to it (transports/fuse/kernel-cache does the writing, off the main thread).
  *
- * It exposes no FUSE context (the calling process's uid/gid): mounts are made without
- * `allow_other`, where the kernel admits only callers whose uid and gid equal the daemon's own, so
- * the daemon's ids are the caller's.
+ * It exposes no FUSE context (the calling process's uid/gid): the operations that make an entry get
+ * no {@link FuseCaller} from it. Mounts are made without `allow_other`, where the kernel admits only
+ * callers whose real, effective and saved ids equal the daemon's own, so the daemon's ids are the
+ * caller's unless a privileged caller changed its file-system ids alone (setfsuid, as file servers
+ * do). svc's libfuse 3 binding passes the context on.
  */
 import { createRequire } from 'node:module';
 import { execFile } from 'node:child_process';
@@ -65,6 +67,12 @@ export interface FuseStatfs {
 /** Callback of an operation: 0 or a negative errno, then the result. */
 type Cb<T extends unknown[] = []> = (code: number, ...result: T) => void;
 
+/** The process a request came from: its file-system uid and gid (the request's FUSE context). */
+export interface FuseCaller {
+  uid: number;
+  gid: number;
+}
+
 /** The operations fuse-native calls (libfuse 2 high-level API, by path). */
 export interface FuseOperations {
   init?(cb: Cb): void;
@@ -72,7 +80,8 @@ export interface FuseOperations {
   getattr(path: string, cb: Cb<[FuseStat?]>): void;
   readdir(path: string, cb: Cb<[string[]?, FuseStat[]?]>): void;
   open(path: string, flags: number, cb: Cb<[number?]>): void;
-  create(path: string, mode: number, cb: Cb<[number?]>): void;
+  /** `caller`: where the binding gives it (libfuse 3; not fuse-native), as for mknod, symlink and mkdir. */
+  create(path: string, mode: number, cb: Cb<[number?]>, caller?: FuseCaller): void;
   read(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErr: number) => void): void;
   write(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErr: number) => void): void;
   truncate(path: string, size: number, cb: Cb): void;
@@ -86,10 +95,10 @@ export interface FuseOperations {
   rename(src: string, dest: string, cb: Cb): void;
   link(src: string, dest: string, cb: Cb): void;
   /** Special files only: libfuse turns a regular file's mknod into create. */
-  mknod(path: string, mode: number, dev: number, cb: Cb): void;
-  symlink(target: string, path: string, cb: Cb): void;
+  mknod(path: string, mode: number, dev: number, cb: Cb, caller?: FuseCaller): void;
+  symlink(target: string, path: string, cb: Cb, caller?: FuseCaller): void;
   readlink(path: string, cb: Cb<[string?]>): void;
-  mkdir(path: string, mode: number, cb: Cb): void;
+  mkdir(path: string, mode: number, cb: Cb, caller?: FuseCaller): void;
   rmdir(path: string, cb: Cb): void;
   chmod(path: string, mode: number, cb: Cb): void;
   chown(path: string, uid: number, gid: number, cb: Cb): void;
@@ -534,7 +543,8 @@ class Fuse3Mount implements BindingMount {
         case Op.Getattr: return ops.getattr(path, (code, st) => done(code, st && packStat(st, this.#stat)));
         case Op.Readdir: return ops.readdir(path, (code, names, stats) => done(code, names, packStats(stats)));
         case Op.Open: return ops.open(path, n0, done);
-        case Op.Create: return ops.create(path, n0, done);
+        // n2 and n3 of the operations that make an entry: the caller's uid and gid.
+        case Op.Create: return ops.create(path, n0, done, { uid: n2, gid: n3 });
         // `buf` may be longer than the request (one of the mount's pooled buffers): `len` bytes of it.
         case Op.Read: return ops.read(path, n0, buf!, len, n1, done);
         case Op.Write: return ops.write(path, n0, buf!, len, n1, done);
@@ -547,10 +557,10 @@ class Fuse3Mount implements BindingMount {
         case Op.Unlink: return ops.unlink(path, done);
         case Op.Rename: return ops.rename(path, path2!, done);
         case Op.Link: return ops.link(path, path2!, done);
-        case Op.Mknod: return ops.mknod(path, n0, n1, done);
-        case Op.Symlink: return ops.symlink(path, path2!, done);
+        case Op.Mknod: return ops.mknod(path, n0, n1, done, { uid: n2, gid: n3 });
+        case Op.Symlink: return ops.symlink(path, path2!, done, { uid: n2, gid: n3 });
         case Op.Readlink: return ops.readlink(path, done);
-        case Op.Mkdir: return ops.mkdir(path, n0, done);
+        case Op.Mkdir: return ops.mkdir(path, n0, done, { uid: n2, gid: n3 });
         case Op.Rmdir: return ops.rmdir(path, done);
         case Op.Chmod: return ops.chmod(path, n0, done);
         case Op.Chown: return ops.chown(path, n0, n1, done);

@@ -21,7 +21,7 @@ import type { Logger } from '../../core/log.js';
 import type { ChangeEvent } from '../../core/events.js';
 import { SvcError, toErrno } from '../../core/errors.js';
 import { normalizePath, parentOf, baseName, isWithin } from '../../core/paths.js';
-import { errno, type FuseOperations, type FuseStat, type FuseStatfs } from '../../native/fuse.js';
+import { errno, type FuseCaller, type FuseOperations, type FuseStat, type FuseStatfs } from '../../native/fuse.js';
 import { memoryPiece, type FuseBackend, type NodeInfo, type StoredContent } from './backend.js';
 import { ChunkHasher } from './hasher.js';
 import { ChunkHolds } from './chunk-holds.js';
@@ -46,6 +46,7 @@ export class PosixError extends Error {
 const S_IFREG = 0o100000;
 const S_IFDIR = 0o040000;
 const S_IFLNK = 0o120000;
+const S_ISGID = 0o2000;
 /** Preferred I/O size reported to tools (cp, dd): one max_write request. */
 const BLKSIZE = 131072;
 const HIDDEN_PREFIX = '.fuse_hidden';
@@ -93,8 +94,9 @@ export interface FuseFileSystemOptions {
   backend: FuseBackend;
   log: Logger;
   /**
-   * Owner given to new entries and reported for entries that carry none. The mount admits only
-   * callers with the daemon's uid and gid (no allow_other), so these are the callers' ids.
+   * Owner given to new entries where the binding does not say who is calling (fuse-native), and
+   * reported for entries that carry none. The mount admits only callers with the daemon's uid and
+   * gid (no allow_other), so these are the callers' ids unless a caller changed its file-system ids alone.
    */
   uid: number;
   gid: number;
@@ -190,7 +192,7 @@ export class FuseFileSystem {
       getattr: (path, cb) => this.#run('getattr', path, cb, () => this.#getattr(path)),
       readdir: (path, cb) => this.#run('readdir', path, (code, r) => cb(code, r?.[0], r?.[1]), () => this.#readdir(path)),
       open: (path, flags, cb) => this.#run('open', path, cb, () => this.#open(path, flags)),
-      create: (path, mode, cb) => this.#run('create', path, cb, () => this.#create(path, mode)),
+      create: (path, mode, cb, caller) => this.#run('create', path, cb, () => this.#create(path, mode, caller)),
       read: (path, fd, buf, len, pos, cb) => this.#run('read', path, (code, n) => cb(code < 0 ? code : n!), () => this.#read(fd, buf, len, pos)),
       write: (path, fd, buf, len, pos, cb) => this.#run('write', path, (code, n) => cb(code < 0 ? code : n!), () => {
         const handle = this.#handle(fd);
@@ -231,9 +233,9 @@ export class FuseFileSystem {
       mknod: (path, _mode, _dev, cb) => this.#run('mknod', path, cb, async () => {
         throw new PosixError('EPERM', 'special files (FIFOs, sockets, devices) are not supported');
       }),
-      symlink: (target, path, cb) => this.#run('symlink', path, cb, () => this.#symlink(target, path)),
+      symlink: (target, path, cb, caller) => this.#run('symlink', path, cb, () => this.#symlink(target, path, caller)),
       readlink: (path, cb) => this.#run('readlink', path, cb, () => this.#readlink(path)),
-      mkdir: (path, mode, cb) => this.#run('mkdir', path, cb, () => this.#mkdir(path, mode)),
+      mkdir: (path, mode, cb, caller) => this.#run('mkdir', path, cb, () => this.#mkdir(path, mode, caller)),
       rmdir: (path, cb) => this.#run('rmdir', path, cb, () => this.#rmdir(path)),
       chmod: (path, mode, cb) => this.#run('chmod', path, cb, () => this.#setAttributes(path, { mode: mode & 0o7777 })),
       chown: (path, uid, gid, cb) => this.#run('chown', path, cb, () => this.#setAttributes(path, {
@@ -349,18 +351,34 @@ export class FuseFileSystem {
   }
 
   /** A path to create something at: valid, not taken, in an existing directory. */
-  async #creatable(path: string): Promise<string> {
+  /** A path where a new file or symlink may be made, and its parent directory (undefined: the root). */
+  async #creatable(path: string): Promise<{ p: string; parent: NodeInfo | undefined }> {
     const p = normalizePath(path);
     await this.#settleDelete(p);
     const open = this.#files.get(p);
     if ((open && !open.orphan) || await this.#backend.stat(p)) throw new PosixError('EEXIST');
+    return { p, parent: await this.#parentDir(p) };
+  }
+
+  /** The directory `p` would be made in (undefined: the root); ENOENT or ENOTDIR when there is none. */
+  async #parentDir(p: string): Promise<NodeInfo | undefined> {
     const parent = parentOf(p);
-    if (parent !== '/') {
-      const dir = await this.#backend.stat(parent);
-      if (!dir) throw new PosixError('ENOENT');
-      if (dir.kind !== 'dir') throw new PosixError('ENOTDIR');
-    }
-    return p;
+    if (parent === '/') return undefined;
+    const dir = await this.#backend.stat(parent);
+    if (!dir) throw new PosixError('ENOENT');
+    if (dir.kind !== 'dir') throw new PosixError('ENOTDIR');
+    return dir;
+  }
+
+  /**
+   * Owner of a new entry, as a local disk gives it: the caller's ids (the daemon's where the
+   * binding does not say), the group being the parent directory's when that has the set-group-ID
+   * bit (`inherited`: a new directory then carries the bit too).
+   */
+  #owner(caller: FuseCaller | undefined, parent: NodeInfo | undefined): { uid: number; gid: number; inherited: boolean } {
+    const uid = caller?.uid ?? this.#uid;
+    if (parent && ((parent.mode ?? 0) & S_ISGID) !== 0) return { uid, gid: parent.gid ?? this.#gid, inherited: true };
+    return { uid, gid: caller?.gid ?? this.#gid, inherited: false };
   }
 
   #statOf(info: NodeInfo): FuseStat {
@@ -514,12 +532,13 @@ export class FuseFileSystem {
     return this.#addHandle(file);
   }
 
-  async #create(path: string, mode: number): Promise<number> {
+  async #create(path: string, mode: number, caller: FuseCaller | undefined): Promise<number> {
     if (isVersionsPath(path)) throw new PosixError('EROFS');
-    const p = await this.#creatable(path);
+    const { p, parent } = await this.#creatable(path);
     await this.#backend.checkWritable(p);
+    const { uid, gid } = this.#owner(caller, parent);
     const file = new OpenFile(p, undefined, {
-      attributes: { mode: mode & 0o7777, uid: this.#uid, gid: this.#gid }, mtime: Date.now(), spoolDir: this.#backend.spoolDir,
+      attributes: { mode: mode & 0o7777, uid, gid }, mtime: Date.now(), spoolDir: this.#backend.spoolDir,
       hasher: this.#hasher, holds: this.#holds,
     });
     this.#files.set(p, file);
@@ -623,11 +642,12 @@ export class FuseFileSystem {
     if (stored) this.#scheduleDelete(from);
   }
 
-  async #mkdir(path: string, mode: number): Promise<void> {
+  async #mkdir(path: string, mode: number, caller: FuseCaller | undefined): Promise<void> {
     if (isVersionsPath(path)) throw new PosixError('EROFS');
     const p = normalizePath(path);
     await this.#settleDelete(p);
-    await this.#backend.mkdir(p, { mode: mode & 0o7777, uid: this.#uid, gid: this.#gid });
+    const { uid, gid, inherited } = this.#owner(caller, await this.#parentDir(p));
+    await this.#backend.mkdir(p, { mode: (mode & 0o7777) | (inherited ? S_ISGID : 0), uid, gid });
   }
 
   async #rmdir(path: string): Promise<void> {
@@ -640,10 +660,11 @@ export class FuseFileSystem {
     await this.#backend.rmdir(p);
   }
 
-  async #symlink(target: string, path: string): Promise<void> {
+  async #symlink(target: string, path: string, caller: FuseCaller | undefined): Promise<void> {
     if (isVersionsPath(path)) throw new PosixError('EROFS');
-    const p = await this.#creatable(path);
-    await this.#backend.commit(p, [memoryPiece(Buffer.from(target))], { symlink: true, attributes: { uid: this.#uid, gid: this.#gid } });
+    const { p, parent } = await this.#creatable(path);
+    const { uid, gid } = this.#owner(caller, parent);
+    await this.#backend.commit(p, [memoryPiece(Buffer.from(target))], { symlink: true, attributes: { uid, gid } });
   }
 
   async #readlink(path: string): Promise<string> {
