@@ -8,37 +8,17 @@
  */
 import t, { type Test } from 'tap';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
-import { EventBus } from '../../src/core/events.js';
-import { FsService } from '../../src/fs/service.js';
-import { LmdbStore } from '../../src/store/lmdb/index.js';
-import { LocalBackend } from '../../src/transports/fuse/local.js';
-import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import { fuseSupport, type FuseCaller, type FuseStat } from '../../src/native/fuse.js';
-import { call } from '../helpers/fuse-ops.js';
+import { call, inProcessMount } from '../helpers/fuse-ops.js';
 import { fuseSkipReason, shOk, startMountedDaemon, tempDir } from './harness.js';
 
-const log = pino({ level: 'silent' });
 const DAEMON = { uid: 4000, gid: 4001 };
 
-async function inProcess(t: Test) {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-owners-'));
-  const store = new LmdbStore(dir);
-  const fs = new FsService({ store, blobs: store.blobs, events: new EventBus() });
-  const backend = new LocalBackend({ fs, events: new EventBus(), dataDir: dir, log });
-  const fuse = new FuseFileSystem({ backend, log, ...DAEMON });
-  t.teardown(async () => {
-    await fuse.close();
-    await backend.close();
-    await fs.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const ops = fuse.operations();
+function inProcess(t: Test) {
+  const { ops } = inProcessMount(t, DAEMON);
   /** Run an operation that takes a caller after its callback; rejects on an errno. */
   const as = (caller: FuseCaller | undefined, op: (...args: never[]) => void, ...args: unknown[]) => new Promise<unknown>((resolve, reject) => {
     (op as (...a: unknown[]) => void)(...args, (code: number, value?: unknown) => (code < 0 ? reject(new Error(`errno ${code}`)) : resolve(value)), caller);
@@ -58,7 +38,7 @@ async function inProcess(t: Test) {
 }
 
 t.test('in process: new entries carry the caller\'s ids, or the daemon\'s when the binding gives none', async (t) => {
-  const { owner, make, as, ops } = await inProcess(t);
+  const { owner, make, as, ops } = inProcess(t);
   await as(undefined, ops.mkdir, '/a', 0o777);
   await make({ uid: 1234, gid: 5678 }, '/a');
   for (const name of ['file', 'dir', 'link']) t.same(await owner(`/a/${name}`).then(({ uid, gid }) => ({ uid, gid })), { uid: 1234, gid: 5678 }, name);
@@ -67,7 +47,7 @@ t.test('in process: new entries carry the caller\'s ids, or the daemon\'s when t
 });
 
 t.test('in process: under a set-group-ID directory the group is the directory\'s, and new directories keep the bit', async (t) => {
-  const { owner, make, as, ops } = await inProcess(t);
+  const { owner, make, as, ops } = inProcess(t);
   await as({ uid: 10, gid: 20 }, ops.mkdir, '/shared', 0o777);
   t.equal((await call(ops.chown, '/shared', 10, 777))[0], 0);
   t.equal((await call(ops.chmod, '/shared', 0o2775))[0], 0);

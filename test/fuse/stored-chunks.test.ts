@@ -5,34 +5,12 @@
  * rewrites of a chunk and the commit that follows must each see the right chunk's bytes.
  */
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
-import { EventBus } from '../../src/core/events.js';
-import { CHUNK_SIZE, FsService } from '../../src/fs/service.js';
-import { LmdbStore } from '../../src/store/lmdb/index.js';
-import { LocalBackend } from '../../src/transports/fuse/local.js';
-import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
+import { CHUNK_SIZE } from '../../src/fs/service.js';
 import { noise } from '../fs/fixture.js';
-import { call } from '../helpers/fuse-ops.js';
-
-const log = pino({ level: 'silent' });
+import { call, inProcessMount } from '../helpers/fuse-ops.js';
 
 t.test('reads in any order and partial rewrites of stored chunks see the right bytes', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-chunks-'));
-  const store = new LmdbStore(dir);
-  const fs = new FsService({ store, blobs: store.blobs, events: new EventBus() });
-  const backend = new LocalBackend({ fs, events: new EventBus(), dataDir: dir, log });
-  const fuse = new FuseFileSystem({ backend, log, uid: process.getuid!(), gid: process.getgid!() });
-  t.teardown(async () => {
-    await fuse.close();
-    await backend.close();
-    await fs.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const ops = fuse.operations();
+  const { fs, backend, ops } = inProcessMount(t);
   const content = noise(3 * CHUNK_SIZE + 12345, 7);
   await fs.write('/big.bin', content);
 

@@ -3,6 +3,16 @@
  * Calling the mount's fuse-native style operations in process (no kernel), for the FUSE tests
  * that drive FuseFileSystem directly.
  */
+import type { Test } from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { EventBus } from '../../src/core/events.js';
+import { FsService } from '../../src/fs/service.js';
+import { LmdbStore } from '../../src/store/lmdb/index.js';
+import { LocalBackend } from '../../src/transports/fuse/local.js';
+import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import type { FuseOperations } from '../../src/native/fuse.js';
 
 /** Call a fuse-native style operation; resolves with [code, value]. */
@@ -20,4 +30,26 @@ export async function writeFile(ops: FuseOperations, path: string, data: string 
   const [f] = await call(ops.flush, path, fd);
   const [r] = await call(ops.release, path, fd);
   if (f !== 0 || r !== 0) throw new Error(`close ${path}: ${f} ${r}`);
+}
+
+/**
+ * The daemon's in-process mount without a kernel: an LMDB store in a temporary directory, its
+ * FsService and LocalBackend, and the FuseFileSystem over them (owner: `ids`, else this process's),
+ * all closed and removed at the test's end.
+ */
+export function inProcessMount(t: Test, ids: { uid: number; gid: number } = { uid: process.getuid!(), gid: process.getgid!() }) {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-ops-'));
+  const store = new LmdbStore(dir);
+  const fs = new FsService({ store, blobs: store.blobs, events: new EventBus() });
+  const log = pino({ level: 'silent' });
+  const backend = new LocalBackend({ fs, events: new EventBus(), dataDir: dir, log });
+  const fuse = new FuseFileSystem({ backend, log, ...ids });
+  t.teardown(async () => {
+    await fuse.close();
+    await backend.close();
+    await fs.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { fs, backend, fuse, ops: fuse.operations() };
 }
