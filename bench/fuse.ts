@@ -23,7 +23,7 @@
  *   folios each side's file sits in are counted (bench/folios.c) and printed;
  * - 4 KiB reads at random offsets (best of 3 rounds, in turn likewise);
  * - the close-only write, the cold, warm and random reads and the small-file rows below also on the floor;
- * - create, stat and delete 2,000 small files, also on a third side: the FLOOR, a bare in-memory
+ * - create, stat, read and delete 2,000 small files, also on a third side: the FLOOR, a bare in-memory
  *   file system (bench/fuse-floor.ts, a second child process) mounted through the same NativeMount,
  *   binding and options as the daemon's mount. Its times are what the binding and the kernel cost
  *   with no svc code behind them, so the table shows which part of the mount's gap to the disk is
@@ -159,12 +159,15 @@ function randomReads(path: string): number {
 /** CPU ms a process has used so far ({@link cpuMs}); NaN for the disk side, which has no server. */
 const serverCpuMs = (pid: number | undefined): number => (pid === undefined ? NaN : cpuMs(pid));
 
-type SmallOp = 'create' | 'stat' | 'remove';
-const SMALL_OPS: SmallOp[] = ['create', 'stat', 'remove'];
+type SmallOp = 'create' | 'stat' | 'read' | 'remove';
+const SMALL_OPS: SmallOp[] = ['create', 'stat', 'read', 'remove'];
 /** Wall-clock ms per operation over FILES files, and the server process's CPU ms for them. */
 type SmallTimes = Record<SmallOp, { ms: number; serverCpu: number }>;
 
-/** Create, stat and delete FILES files of 1 KiB in `dir` (made first, untimed); `server` is the pid serving it, if any. */
+/**
+ * Create, stat, read (open, read, close) and delete FILES files of 1 KiB in `dir` (made first,
+ * untimed); `server` is the pid serving it, if any.
+ */
 function smallFiles(dir: string, server?: number): SmallTimes {
   mkdirSync(dir, { recursive: true });
   const body = Buffer.alloc(1024, 'x');
@@ -176,8 +179,9 @@ function smallFiles(dir: string, server?: number): SmallTimes {
   };
   const create = phase(() => names.forEach((n) => writeFileSync(n, body)));
   const stat = phase(() => names.forEach((n) => statSync(n)));
+  const read = phase(() => names.forEach((n) => readFileSync(n)));
   const remove = phase(() => names.forEach((n) => unlinkSync(n)));
-  return { create, stat, remove };
+  return { create, stat, read, remove };
 }
 
 /** Per operation, the round with the smallest wall-clock time. */

@@ -180,6 +180,19 @@ for (const binding of ['libfuse3', 'fuse-native'] as const) {
       t.equal(listing.split('\n').filter((l) => / many\d+$/.test(l)).length, 50, 'every entry listed once');
     });
 
+    t.test('closing a file opened read-only sends no flush on libfuse 3; closing one opened for writing does', async (t) => {
+      await shOk(`echo data > ${mnt}/ro`);
+      let from = probe.lines.length;
+      t.equal(await shOk(`cat ${mnt}/ro`), 'data\n');
+      const flushes = () => probe.lines.slice(from).filter((l) => l === 'flush /ro').length;
+      if (wide) t.equal(flushes(), 0, 'read-only: no flush (FOPEN_NOFLUSH)');
+      else t.equal(flushes(), 1, 'libfuse 2: a flush at every close');
+      from = probe.lines.length;
+      await shOk(`echo more >> ${mnt}/ro`);
+      // The shell closes the descriptor it opened once dup2'd to stdout, and then stdout: one flush each.
+      t.ok(flushes() >= 1, `opened for writing: the close flushes (${flushes()} flushes)`);
+    });
+
     t.test('copy_file_range reaches the file system on libfuse 3', async (t) => {
       await shOk(`head -c 100000 /dev/urandom > ${mnt}/cfr-a && : > ${mnt}/cfr-b`);
       const from = probe.lines.length;
