@@ -52,6 +52,7 @@ enum {
   OP_GETATTR = 1, OP_READDIR, OP_OPEN, OP_CREATE, OP_READ, OP_WRITE, OP_TRUNCATE, OP_FTRUNCATE,
   OP_FLUSH, OP_FSYNC, OP_FSYNCDIR, OP_RELEASE, OP_UNLINK, OP_RENAME, OP_LINK, OP_MKNOD, OP_SYMLINK,
   OP_READLINK, OP_MKDIR, OP_RMDIR, OP_CHMOD, OP_CHOWN, OP_UTIMENS, OP_STATFS, OP_COPY_FILE_RANGE,
+  OP_LSEEK,
 };
 
 /* Events passed to JS's event callback. */
@@ -287,6 +288,8 @@ static int simple(req_t *r) { return ask(r, NULL, NULL); }
 static void take_stat(const req_t *r, void *out) { *(struct stat *)out = r->st; }
 static void take_statvfs(const req_t *r, void *out) { *(struct statvfs *)out = r->sv; }
 static void take_fh(const req_t *r, void *out) { ((struct fuse_file_info *)out)->fh = r->fh; }
+/* lseek's answer, an offset, travels in `fh` (64 bits; the code is an int). */
+static void take_offset(const req_t *r, void *out) { *(uint64_t *)out = r->fh; }
 
 /* A readlink's answer into libfuse's buffer: truncated to fit, always terminated. */
 struct text_out { char *buf; size_t size; };
@@ -567,6 +570,18 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
   return m;
 }
 
+/* SEEK_DATA and SEEK_HOLE (the kernel answers the other kinds itself): JS answers the offset. */
+static off_t op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi) {
+  req_t *r = req_new(OP_LSEEK, path);
+  if (!r) return -ENOMEM;
+  r->n[0] = fi ? (double)fi->fh : 0;
+  r->n[1] = (double)off;
+  r->n[2] = whence;
+  uint64_t at = 0;
+  int code = ask(r, take_offset, &at);
+  return code < 0 ? code : (off_t)at;
+}
+
 static const struct fuse_operations ops = {
   .getattr = op_getattr,
   .readlink = op_readlink,
@@ -595,6 +610,7 @@ static const struct fuse_operations ops = {
   .utimens = op_utimens,
   .read = op_read,
   .copy_file_range = op_copy_file_range,
+  .lseek = op_lseek,
 };
 
 /* ------------------------------------------------------------------ JS side */
@@ -836,7 +852,8 @@ static napi_value js_reply(napi_env env, napi_callback_info info) {
         } else c = -EIO;
         break;
       case OP_OPEN:
-      case OP_CREATE: {
+      case OP_CREATE:
+      case OP_LSEEK: {
         double fh = 0;
         if (t == napi_number) napi_get_value_double(env, argv[2], &fh);
         r->fh = (uint64_t)fh;

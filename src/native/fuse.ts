@@ -111,6 +111,12 @@ export interface FuseOperations {
    */
   copyFileRange?(srcPath: string, srcFd: number, srcPos: number, dstPath: string, dstFd: number, dstPos: number, len: number,
     cb: (bytesOrErr: number) => void): void;
+  /**
+   * lseek(2) with SEEK_DATA (3) or SEEK_HOLE (4) on an open file: the offset found, or ENXIO
+   * (`offset` at or past the end; SEEK_DATA with no data after it). libfuse 3 only; without it
+   * the kernel treats the whole file as data.
+   */
+  lseek?(path: string, fd: number, offset: number, whence: number, cb: Cb<[number?]>): void;
 }
 
 /** How a mount behaves in the kernel. */
@@ -171,6 +177,7 @@ type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | und
 const enum Op {
   Getattr = 1, Readdir, Open, Create, Read, Write, Truncate, Ftruncate, Flush, Fsync, Fsyncdir, Release,
   Unlink, Rename, Link, Mknod, Symlink, Readlink, Mkdir, Rmdir, Chmod, Chown, Utimens, Statfs, CopyFileRange,
+  Lseek,
 }
 /** Events of native/fuse3/svc_fuse3.c. */
 const EV_INIT = 1;
@@ -568,6 +575,7 @@ class Fuse3Mount implements BindingMount {
         case Op.Statfs: return ops.statfs(path, done);
         // ENOSYS: the kernel stops asking and copies through read and write itself.
         case Op.CopyFileRange: return ops.copyFileRange ? ops.copyFileRange(path, n0, n1, path2!, n2, n3, len, done) : done(errno('ENOSYS'));
+        case Op.Lseek: return ops.lseek ? ops.lseek(path, n0, n1, n2, done) : done(errno('ENOSYS'));
         default: return done(errno('ENOSYS'));
       }
     } catch {

@@ -375,3 +375,39 @@ t.test('the spool reads a chunk into a reused buffer, zero-filling what was neve
   t.ok(second.subarray(1000).equals(Buffer.alloc(1000)), 'zeros past the end of the file, not the previous chunk');
   t.ok(spool.readSync(0, 10).equals(a.subarray(0, 10)), 'without a buffer: a new one');
 });
+
+t.test('SEEK_DATA and SEEK_HOLE: holes are whole chunks of zeros, stored or left by a sparse extension, until written', async (t) => {
+  const f = makeFs(t);
+  const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
+  const CS = CHUNK_SIZE;
+  const commit = (file: OpenFile) => file.commit((p, pieces, a, m, etag) => backend.commit(p, pieces, { attributes: a, modified: m, etag }), (p, v) => backend.versionContent(p, v));
+  const noReload = async () => undefined;
+  // Stored: data, zeros, zeros, data (a partial last chunk).
+  const stored = Buffer.concat([noise(CS, 41), Buffer.alloc(2 * CS), noise(1000, 42)]);
+  await f.fs.write('/s', stored);
+  const file = new OpenFile('/s', await backend.content('/s'), { mtime: 1 });
+  const seek = (off: number, hole: boolean) => file.seek(off, hole, noReload);
+  t.equal(await seek(0, false), 0, 'data at 0');
+  t.equal(await seek(10, true), CS, 'the first hole: chunk 1');
+  t.equal(await seek(CS + 5, false), 3 * CS, 'data again at chunk 3');
+  t.equal(await seek(3 * CS + 1, true), stored.length, 'past the last data: the end of the file');
+  t.equal(await seek(stored.length, false), undefined, 'at the end: ENXIO');
+  t.equal(await seek(stored.length + 5, true), undefined, 'past the end: ENXIO');
+  // Written into the hole: that chunk is data now, whatever its bytes.
+  await file.write(Buffer.alloc(10), 10, 2 * CS + 7);
+  t.equal(await seek(CS, false), 2 * CS, 'a chunk written since is data');
+  // Extended far by truncation: whole chunks past the old end are holes, the partial one is data.
+  await file.truncate(10 * CS + 3);
+  t.equal(await seek(3 * CS + 999, true), 4 * CS, 'the extension is a hole from the next whole chunk');
+  t.equal(await seek(4 * CS, false), undefined, 'no data after it');
+  const done = await commit(file);
+  t.equal(done?.size, 10 * CS + 3);
+  const expected = Buffer.concat([stored, Buffer.alloc(10 * CS + 3 - stored.length)]);
+  t.equal(done?.etag, sha256(expected), 'the commit stores the holes as zeros');
+  t.equal(await seek(5 * CS, true), 5 * CS, 'committed: a hole is a stored chunk of zeros');
+  t.equal(await seek(0, true), CS);
+  // Another face rewrote the file: the seek reads the stored file again first.
+  await f.fs.write('/s', noise(2 * CS, 43));
+  file.stale = true;
+  t.equal(await file.seek(CS, true, () => backend.content('/s')), 2 * CS, 'no hole in the new content');
+});

@@ -11,6 +11,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fuseSkipReason, sh, shOk, startMountedDaemon, tempDir } from './harness.js';
+import { fuseSupport } from '../../src/native/fuse.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const skip = fuseSkipReason();
@@ -61,6 +62,37 @@ t.test('ordinary tools in the mount', { skip }, async (t) => {
     await shOk(`cp '${m}/cfr-src' '${m}/cfr-copy'`);
     t.equal((await sh(`cmp '${m}/cfr-src' '${m}/cfr-copy'`)).code, 0, 'cp inside the mount copies every byte');
     t.equal((await shOk(`cmp '${plain}/cfr-src' '${m}/cfr-copy' && echo same`)).trim(), 'same');
+  });
+
+  t.test('a sparse file: SEEK_DATA/SEEK_HOLE find its holes (libfuse 3), and cp copies it exactly and sparse', async (t) => {
+    const script = join(plain, 'sparse.py');
+    await writeFile(script, [
+      'import os, sys',
+      'M = 1 << 20',
+      "p = sys.argv[1] + '/sparse.bin'",
+      'fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)',
+      "os.write(fd, b'head'); os.pwrite(fd, b'tail', 3 * M + 100); os.ftruncate(fd, 6 * M); os.close(fd)",
+      'fd = os.open(p, os.O_RDONLY)',
+      'def seek(off, how):',
+      '    try: return os.lseek(fd, off, how)',
+      "    except OSError as e: return e.strerror",
+      'print([seek(0, os.SEEK_HOLE), seek(M, os.SEEK_DATA), seek(3 * M, os.SEEK_HOLE), seek(4 * M, os.SEEK_DATA), seek(6 * M, os.SEEK_HOLE)])',
+      '',
+    ].join('\n'));
+    const seeks = (await shOk(`python3 '${script}' '${m}'`)).trim();
+    const M = 1 << 20;
+    const support = fuseSupport();
+    if (support.available && support.binding === 'libfuse3') {
+      t.equal(seeks, `[${M}, ${3 * M}, ${4 * M}, 'No such device or address', 'No such device or address']`, 'holes at whole chunks of zeros');
+    } else {
+      t.equal(seeks, `[${6 * M}, ${M}, ${6 * M}, ${4 * M}, 'No such device or address']`, 'fuse-native: no lseek, the kernel sees one extent of data');
+    }
+    await shOk(`cp '${m}/sparse.bin' '${m}/sparse-copy.bin' && cp '${m}/sparse.bin' '${plain}/sparse-out.bin'`);
+    t.equal((await sh(`cmp '${m}/sparse.bin' '${m}/sparse-copy.bin'`)).code, 0, 'cp inside the mount copies every byte');
+    t.equal((await sh(`cmp '${m}/sparse.bin' '${plain}/sparse-out.bin'`)).code, 0, 'and out of it');
+    const blocks = (await shOk(`stat -c %b '${m}/sparse.bin' '${m}/sparse-copy.bin'`)).trim().split('\n').map(Number);
+    t.ok(blocks[1]! <= blocks[0]!, `the copy is as sparse as the original (${blocks[1]} and ${blocks[0]} blocks)`);
+    t.ok(blocks[0]! * 512 < 6 * M, `the original reports its holes (${blocks[0]} blocks)`);
   });
 
   t.test('tar x into the mount and tar c out of it', async (t) => {

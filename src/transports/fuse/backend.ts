@@ -5,8 +5,9 @@
  * client, for `svc mount --remote-url`). Errors are the service's SvcErrors (in-process) or
  * RpcErrors carrying the same codes (remote); the operations map both to errno.
  */
+import { createHash } from 'node:crypto';
 import type { ChangeEvent } from '../../core/events.js';
-import type { AttributeChanges, HoldRequest } from '../../fs/service.js';
+import { CHUNK_SIZE, type AttributeChanges, type HoldRequest } from '../../fs/service.js';
 import type { EntryAttributes } from '../../fs/records.js';
 
 export type NodeKind = 'file' | 'dir' | 'symlink';
@@ -78,6 +79,16 @@ export interface CommitPiece {
    * spooled chunk is read into one reused buffer): use them before reading the next piece.
    */
   readSync?: (() => Buffer) | undefined;
+}
+
+let zeroChunk: string | undefined;
+
+/**
+ * The SHA-256 of CHUNK_SIZE zero bytes: the chunk a sparse extension stores for each whole chunk
+ * of its hole (the mount counts such chunks as unallocated and reports them to SEEK_HOLE).
+ */
+export function zeroChunkHash(): string {
+  return (zeroChunk ??= createHash('sha256').update(Buffer.alloc(CHUNK_SIZE)).digest('hex'));
 }
 
 /** A piece held in memory. */

@@ -31,7 +31,10 @@ import { parentOf } from '../../core/paths.js';
 import { hasInline, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord } from '../../fs/records.js';
 import { CHUNK_SIZE, type AttributeChanges, type FsService, type HoldRequest } from '../../fs/service.js';
 import { NotFoundError } from '../../core/errors.js';
-import type { CommitOptions, CommitPiece, CommitResult, FuseBackend, NodeInfo, SpaceInfo, StoredContent, VersionInfo } from './backend.js';
+import {
+  zeroChunkHash, type CommitOptions, type CommitPiece, type CommitResult, type FuseBackend, type NodeInfo, type SpaceInfo, type StoredContent,
+  type VersionInfo,
+} from './backend.js';
 import { JOURNAL_MARK, type FuseJournal } from './journal.js';
 
 /** Commits of files up to this size are journaled and group-committed (larger ones commit directly). */
@@ -84,17 +87,14 @@ function endableDelay(ms: number, expose: (end: (() => void) | undefined) => voi
   });
 }
 
-/** The chunk key of CHUNK_SIZE zero bytes: a hole left by a sparse extension is stored as it. */
-let zeroChunk: string | undefined;
-
 /** NodeInfo of a stored entry. */
 export function nodeOf(rec: EntryRecord): NodeInfo {
   const common = { mode: rec.mode, uid: rec.uid, gid: rec.gid, mtime: rec.modified, ctime: rec.modified };
   if (rec.kind === 'dir') return { kind: 'dir', size: 0, ...common };
   let holes = 0;
   if (rec.chunks.length > 1) {
-    zeroChunk ??= createHash('sha256').update(Buffer.alloc(CHUNK_SIZE)).digest('hex');
-    for (const hash of rec.chunks) if (hash === zeroChunk) holes++;
+    const zero = zeroChunkHash();
+    for (const hash of rec.chunks) if (hash === zero) holes++;
   }
   return {
     kind: rec.symlink ? 'symlink' : 'file', size: rec.size, version: rec.version, etag: rec.etag,

@@ -35,7 +35,7 @@
 import type { EntryAttributes } from '../../fs/records.js';
 import { CHUNK_SIZE } from '../../fs/service.js';
 import { Spool } from '../../fs/spool.js';
-import type { CommitPiece, CommitResult, StoredContent } from './backend.js';
+import { zeroChunkHash, type CommitPiece, type CommitResult, type StoredContent } from './backend.js';
 import type { ChunkHasher } from './hasher.js';
 import type { ChunkHolds } from './chunk-holds.js';
 
@@ -188,13 +188,49 @@ export class OpenFile {
 
   read(buf: Buffer, len: number, pos: number, reload: () => Promise<StoredContent | undefined>): Promise<number> {
     return this.#exclusive(async () => {
-      if (this.stale && !this.#changed) {
-        const fresh = await reload();
-        if (fresh) await this.#rebase(fresh);
-        this.stale = false;
-      }
+      await this.#current(reload);
       return this.#readInto(buf, len, pos);
     });
+  }
+
+  /**
+   * lseek's SEEK_DATA (`hole` false) or SEEK_HOLE (true) from `offset`, a chunk at a time. A hole
+   * is a stored chunk of zeros (what a sparse extension stores) or a whole chunk past what is kept
+   * of the base, unless written since; everything else is data, and the end of the file is a hole.
+   * Undefined: ENXIO (`offset` at or past the end, or no data after it).
+   */
+  seek(offset: number, hole: boolean, reload: () => Promise<StoredContent | undefined>): Promise<number | undefined> {
+    return this.#exclusive(async () => {
+      await this.#current(reload);
+      if (offset < 0 || offset >= this.#size) return undefined;
+      const zero = zeroChunkHash();
+      const chunks = Math.ceil(this.#size / CS);
+      for (let i = Math.floor(offset / CS); i < chunks; i++) {
+        if (this.#isHole(i, zero) === hole) return Math.max(offset, i * CS);
+      }
+      return hole ? this.#size : undefined;
+    });
+  }
+
+  /** Another face changed the stored file and nothing here is pending: take its content first. */
+  async #current(reload: () => Promise<StoredContent | undefined>): Promise<void> {
+    if (this.stale && !this.#changed) {
+      const fresh = await reload();
+      if (fresh) await this.#rebase(fresh);
+      this.stale = false;
+    }
+  }
+
+  /** Whether chunk `i` is a hole for {@link seek} (`zero`: the hash of a chunk of zeros). */
+  #isHole(i: number, zero: string): boolean {
+    if (this.#dirty.has(i) || this.#spilled.has(i)) return false;
+    const held = this.#held.get(i);
+    if (held !== undefined) return held === zero;
+    const start = i * CS;
+    if (start >= this.#keep) return true;
+    // Partly kept (then cut, or grown past its stored end): data, whatever its bytes.
+    if (start + CS > this.#keep) return false;
+    return this.#base?.hash(i) === zero;
   }
 
   /** Copies `buf` (fuse-native reuses it after the callback). */
@@ -690,7 +726,9 @@ export class OpenFile {
       }
       const valid = Math.max(0, Math.min(len, this.#keep - start));
       if (valid === 0) {
-        pieces.push({ size: len, read: async () => Buffer.alloc(len), readSync: () => Buffer.alloc(len) });
+        // A hole (sparse extension): a whole chunk of it is the zero chunk, its hash known.
+        const zeros = len === CS ? zeroChunk() : Buffer.alloc(len);
+        pieces.push({ size: len, hash: len === CS ? zeroChunkHash() : undefined, read: async () => zeros, readSync: () => zeros });
         continue;
       }
       const cut = (data: Buffer) => (valid === len && data.length === len ? data : fit(data.subarray(0, valid), len));
@@ -705,6 +743,13 @@ export class OpenFile {
     }
     return pieces;
   }
+}
+
+let zeros: Buffer | undefined;
+
+/** One chunk of zeros, shared by every hole of every commit (never written to). */
+function zeroChunk(): Buffer {
+  return (zeros ??= Buffer.alloc(CS));
 }
 
 /** `data` cut or zero-extended to `len` bytes. */

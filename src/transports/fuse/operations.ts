@@ -47,6 +47,9 @@ const S_IFREG = 0o100000;
 const S_IFDIR = 0o040000;
 const S_IFLNK = 0o120000;
 const S_ISGID = 0o2000;
+/** lseek(2)'s whence values that reach a FUSE file system (Linux's numbers). */
+const SEEK_DATA = 3;
+const SEEK_HOLE = 4;
 /** Preferred I/O size reported to tools (cp, dd): one max_write request. */
 const BLKSIZE = 131072;
 const HIDDEN_PREFIX = '.fuse_hidden';
@@ -244,13 +247,28 @@ export class FuseFileSystem {
       utimens: (path, _atime, mtime, cb) => this.#run('utimens', path, cb, () => this.#utimens(path, mtime)),
       copyFileRange: (_srcPath, srcFd, srcPos, dstPath, dstFd, dstPos, len, cb) => this.#run('copy_file_range', dstPath,
         (code, n) => cb(code < 0 ? code : n!), () => this.#copyRange(srcFd, srcPos, dstFd, dstPos, len)),
+      lseek: (path, fd, offset, whence, cb) => this.#run('lseek', path, cb, () => this.#seek(fd, offset, whence)),
     };
+  }
+
+  /** SEEK_DATA or SEEK_HOLE from `offset` in the file open as `fd` (whole chunks: {@link OpenFile.seek}). */
+  async #seek(fd: number, offset: number, whence: number): Promise<number> {
+    if (whence !== SEEK_DATA && whence !== SEEK_HOLE) throw new PosixError('EINVAL');
+    const { file } = this.#handle(fd);
+    const at = await file.seek(offset, whence === SEEK_HOLE, this.#reloader(file));
+    if (at === undefined) throw new PosixError('ENXIO');
+    return at;
   }
 
   /** Up to `len` bytes of the file open as `fd` from `pos` into `buf`. */
   #read(fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
     const { file } = this.#handle(fd);
-    return file.read(buf, len, pos, () => this.#backend.content(file.path).catch(() => undefined));
+    return file.read(buf, len, pos, this.#reloader(file));
+  }
+
+  /** Loads `file`'s stored content again (after another face changed it); undefined once it is gone. */
+  #reloader(file: OpenFile): () => Promise<StoredContent | undefined> {
+    return () => this.#backend.content(file.path).catch(() => undefined);
   }
 
   /**
