@@ -19,6 +19,13 @@ const skip = fuseSkipReason();
 const missing = (tool: string) => (execFileSync('bash', ['-c', `command -v ${tool} || true`]).toString().trim() ? false : `${tool} is not installed`);
 if (skip) console.log(`# ${skip}`);
 
+/** Write a Python script of `lines` into `dir`; the function returned runs it with its arguments (stdout). */
+async function pythonScript(dir: string, name: string, lines: string[]): Promise<(...args: string[]) => Promise<string>> {
+  const script = join(dir, name);
+  await writeFile(script, [...lines, ''].join('\n'));
+  return (...args) => shOk(['python3', script, ...args].map((a) => `'${a}'`).join(' '));
+}
+
 /** A plain-disk tree of `n` small text files in nested directories. */
 async function makeTree(dir: string, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
@@ -43,8 +50,7 @@ t.test('ordinary tools in the mount', { skip }, async (t) => {
   t.test('cp of a large file and copy_file_range at odd offsets give what they give on a plain disk', async (t) => {
     // On libfuse 3 the daemon copies (copy_file_range reaches it); on fuse-native the kernel reads
     // and writes. Either way the bytes and the counts must be the disk's.
-    const script = join(plain, 'cfr.py');
-    await writeFile(script, [
+    const cfr = await pythonScript(plain, 'cfr.py', [
       'import hashlib, os, random, shutil, sys',
       'd = sys.argv[1]',
       'data = random.Random(7).randbytes(5 * 1024 * 1024 + 12345)',
@@ -55,18 +61,16 @@ t.test('ordinary tools in the mount', { skip }, async (t) => {
       '          [(5000, 100, 7), (3 * 1024 * 1024, 1024 * 1024 - 10, 2 * 1024 * 1024 + 3), (10, len(data) - 4, 100), (100, len(data) + 50, 0)]]',
       'os.close(src); os.close(dst)',
       "print(counts, hashlib.sha256(open(f'{d}/cfr-dst', 'rb').read()).hexdigest())",
-      '',
-    ].join('\n'));
-    const onDisk = await shOk(`python3 '${script}' '${plain}'`);
-    t.equal(await shOk(`python3 '${script}' '${m}'`), onDisk, 'the same counts and bytes');
+    ]);
+    const onDisk = await cfr(plain);
+    t.equal(await cfr(m), onDisk, 'the same counts and bytes');
     await shOk(`cp '${m}/cfr-src' '${m}/cfr-copy'`);
     t.equal((await sh(`cmp '${m}/cfr-src' '${m}/cfr-copy'`)).code, 0, 'cp inside the mount copies every byte');
     t.equal((await shOk(`cmp '${plain}/cfr-src' '${m}/cfr-copy' && echo same`)).trim(), 'same');
   });
 
   t.test('a sparse file: SEEK_DATA/SEEK_HOLE find its holes (libfuse 3), and cp copies it exactly and sparse', async (t) => {
-    const script = join(plain, 'sparse.py');
-    await writeFile(script, [
+    const sparse = await pythonScript(plain, 'sparse.py', [
       'import os, sys',
       'M = 1 << 20',
       "p = sys.argv[1] + '/sparse.bin'",
@@ -77,9 +81,8 @@ t.test('ordinary tools in the mount', { skip }, async (t) => {
       '    try: return os.lseek(fd, off, how)',
       "    except OSError as e: return e.strerror",
       'print([seek(0, os.SEEK_HOLE), seek(M, os.SEEK_DATA), seek(3 * M, os.SEEK_HOLE), seek(4 * M, os.SEEK_DATA), seek(6 * M, os.SEEK_HOLE)])',
-      '',
-    ].join('\n'));
-    const seeks = (await shOk(`python3 '${script}' '${m}'`)).trim();
+    ]);
+    const seeks = (await sparse(m)).trim();
     const M = 1 << 20;
     const support = fuseSupport();
     if (support.available && support.binding === 'libfuse3') {
