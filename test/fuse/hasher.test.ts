@@ -50,6 +50,20 @@ t.test('a reused chunk buffer is zero-filled; one still being read is not reused
   t.equal(hasher.pooled, POOLED_CHUNKS, 'ordinary buffers are not pooled');
 });
 
+t.test('feed extends a running etag without hashing the bytes on their own', async (t) => {
+  const hasher = new ChunkHasher();
+  t.teardown(() => hasher.close());
+  const a = noise(CHUNK_SIZE, 4);
+  const b = Buffer.alloc(CHUNK_SIZE);
+  const stream = hasher.openStream();
+  t.equal(await hasher.feed(a, stream), true);
+  t.equal(await hasher.chunk(b, stream), sha256(b), 'fed and hashed pieces mix in one stream');
+  const done = await hasher.finish(stream, Buffer.from('end'));
+  t.equal(done?.etag, sha256(Buffer.concat([a, b, Buffer.from('end')])));
+  await hasher.close();
+  t.equal(await hasher.feed(a, hasher.openStream()), false, 'a closed hasher says so');
+});
+
 t.test('a closed hasher answers undefined and hashing falls back to the caller', async (t) => {
   const hasher = new ChunkHasher();
   await hasher.close();

@@ -14,7 +14,7 @@ import { makeFs, noise, sha256 } from '../fs/fixture.js';
 import { EventBus } from '../../src/core/events.js';
 import { CHUNK_SIZE } from '../../src/fs/service.js';
 import { LocalBackend } from '../../src/transports/fuse/local.js';
-import { OpenFile, RESIDENT_DIRTY_CHUNKS } from '../../src/transports/fuse/open-file.js';
+import { HASHED_ON_MAIN_THREAD, OpenFile, RESIDENT_DIRTY_CHUNKS } from '../../src/transports/fuse/open-file.js';
 import type { CommitPiece } from '../../src/transports/fuse/backend.js';
 import { ChunkHasher } from '../../src/transports/fuse/hasher.js';
 import { ChunkHolds } from '../../src/transports/fuse/chunk-holds.js';
@@ -410,4 +410,43 @@ t.test('SEEK_DATA and SEEK_HOLE: holes are whole chunks of zeros, stored or left
   await f.fs.write('/s', noise(2 * CS, 43));
   file.stale = true;
   t.equal(await file.seek(CS, true, () => backend.content('/s')), 2 * CS, 'no hole in the new content');
+});
+
+t.test('a large content without a running etag is hashed on the hasher\'s thread before the commit', async (t) => {
+  const f = makeFs(t);
+  const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
+  const hasher = new ChunkHasher();
+  t.teardown(() => hasher.close());
+  const chunks = HASHED_ON_MAIN_THREAD + 4;
+  const data = noise(chunks * CHUNK_SIZE + 777, 51);
+  await f.fs.write('/big', data);
+  const given: { etag: string | undefined; hashes: number }[] = [];
+  const commit = (file: OpenFile) => file.commit((p, pieces, a, m, etag) => {
+    given.push({ etag, hashes: pieces.filter((x) => x.hash !== undefined).length });
+    return backend.commit(p, pieces, { attributes: a, modified: m, etag });
+  }, (p, v) => backend.versionContent(p, v));
+  // Edited in place (no running etag: nothing was written from the start), and grown by a hole.
+  const file = new OpenFile('/big', await backend.content('/big'), { mtime: 1, hasher });
+  await file.write(Buffer.from('edit'), 4, 3 * CHUNK_SIZE + 5);
+  await file.truncate(data.length + 2 * CHUNK_SIZE);
+  const model = Buffer.concat([data, Buffer.alloc(2 * CHUNK_SIZE)]);
+  Buffer.from('edit').copy(model, 3 * CHUNK_SIZE + 5);
+  const result = await commit(file);
+  t.equal(result?.etag, sha256(model));
+  t.same(given, [{ etag: sha256(model), hashes: chunks + 3 }], 'the store is handed the etag and every piece\'s hash');
+  t.ok(f.fs.read('/big').content.equals(model));
+  // A small content is left to the commit, as before.
+  const small = new OpenFile('/big', await backend.content('/big'), { mtime: 1, hasher });
+  await small.truncate(3 * CHUNK_SIZE);
+  await small.write(Buffer.from('x'), 1, 10);
+  await commit(small);
+  t.equal(given[1]?.etag, undefined, `${HASHED_ON_MAIN_THREAD} chunks or fewer: hashed by the commit`);
+  const stopped = new ChunkHasher();
+  await stopped.close();
+  const fallback = new OpenFile('/big', await backend.content('/big'), { mtime: 1, hasher: stopped });
+  await fallback.truncate(chunks * CHUNK_SIZE);
+  await fallback.write(Buffer.from('y'), 1, 20);
+  const r = await commit(fallback);
+  t.equal(given[2]?.etag, undefined, 'a stopped hasher leaves the hashing to the commit');
+  t.equal(r?.size, chunks * CHUNK_SIZE);
 });

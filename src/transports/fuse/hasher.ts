@@ -39,7 +39,7 @@ parentPort.on('message', (m) => {
       if (!stream) { stream = createHash('sha256'); streams.set(m.stream, stream); }
       if (data) stream.update(data);
     }
-    const chunk = data ? createHash('sha256').update(data).digest('hex') : undefined;
+    const chunk = data && m.op !== 'feed' ? createHash('sha256').update(data).digest('hex') : undefined;
     let etag;
     if (m.op === 'finish') { etag = (stream ?? createHash('sha256')).digest('hex'); streams.delete(m.stream); }
     parentPort.postMessage({ id: m.id, chunk, etag });
@@ -100,7 +100,12 @@ export class ChunkHasher {
     return this.#send({ op: 'chunk', stream }, data).then((r) => r?.chunk);
   }
 
-  /** A new running etag: feed it with {@link chunk}, end it with {@link finish} or {@link drop}. */
+  /** Append `data` to the running etag `stream` only (its own hash is known); false when the worker failed. */
+  feed(data: Buffer, stream: number): Promise<boolean> {
+    return this.#send({ op: 'feed', stream }, data).then((r) => r !== undefined);
+  }
+
+  /** A new running etag: feed it with {@link chunk} or {@link feed}, end it with {@link finish} or {@link drop}. */
   openStream(): number {
     return this.#nextStream++;
   }

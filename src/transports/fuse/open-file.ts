@@ -42,6 +42,12 @@ import type { ChunkHolds } from './chunk-holds.js';
 const CS = CHUNK_SIZE;
 /** Dirty chunks an open file keeps in memory; the rest wait in its spool file. */
 export const RESIDENT_DIRTY_CHUNKS = 16;
+/**
+ * Chunks a commit without a running etag may hash on the main thread (the store's commit does it,
+ * ~0.5 ms a chunk); a larger content is hashed on the hasher's thread first ({@link hashOffThread}),
+ * so editing a large file in place or copying a sparse one does not stall the daemon for seconds.
+ */
+export const HASHED_ON_MAIN_THREAD = 8;
 
 /**
  * Stores a commit (the backend's commit, bound to a path by the caller). `etag`: the SHA-256 of the
@@ -302,7 +308,9 @@ export class OpenFile {
       if (!this.#changed || this.orphan || this.readOnly) return undefined;
       await this.#settleStores();
       const pieces = this.#pieces();
-      const etag = await this.#knownHashes(pieces);
+      const hasher = this.#hasher;
+      const etag = await this.#knownHashes(pieces)
+        ?? (hasher && pieces.length > HASHED_ON_MAIN_THREAD ? await hashOffThread(pieces, hasher) : undefined);
       // The version is stamped with the last write (or utimens), as a local disk would show it.
       const result = await store(this.path, pieces, this.#attributes, this.explicitMtime ?? this.mtime, etag);
       // The new version took every hold over.
@@ -743,6 +751,39 @@ export class OpenFile {
     }
     return pieces;
   }
+}
+
+/**
+ * The etag of `pieces` and every piece's hash, computed on `hasher`'s thread: the main thread only
+ * reads each piece and hands a copy over, a few in flight at a time. Undefined when the hasher
+ * fails (the commit then hashes as before).
+ */
+async function hashOffThread(pieces: CommitPiece[], hasher: ChunkHasher): Promise<string | undefined> {
+  const stream = hasher.openStream();
+  const last = pieces.length - 1;
+  const inFlight: Promise<boolean>[] = [];
+  const bytes = async (piece: CommitPiece) => (piece.readSync ? piece.readSync() : await piece.read());
+  let ok = true;
+  for (let i = 0; i < last && ok; i++) {
+    const piece = pieces[i]!;
+    // Handed over as a private copy at once (a piece's bytes may be in a buffer the next read
+    // reuses); a piece whose hash is known (stored, held, a hole) only extends the etag.
+    inFlight.push(piece.hash !== undefined ? hasher.feed(await bytes(piece), stream) : hasher.chunk(await bytes(piece), stream).then((hash) => {
+      if (hash !== undefined) piece.hash = hash;
+      return hash !== undefined;
+    }));
+    if (inFlight.length >= 4) ok = await inFlight.shift()!;
+  }
+  ok = (await Promise.all(inFlight)).every(Boolean) && ok;
+  if (!ok) {
+    hasher.drop(stream);
+    return undefined;
+  }
+  const tail = pieces[last]!;
+  const done = await hasher.finish(stream, await bytes(tail));
+  if (done?.tail === undefined) return undefined;
+  tail.hash ??= done.tail;
+  return done.etag;
 }
 
 let zeros: Buffer | undefined;
