@@ -165,6 +165,18 @@ f.close()"`);
       'a copy appended to afterwards has the etag of its new bytes');
     await d.rpc('delete', { path: '/cp/copy.bin' });
     t.ok((await readFile(join(m, 'cp', 'copy2.bin'))).subarray(0, v1.length).equals(v1), 'a copy outlives the file it was copied from');
+    // A source with a write not yet saved (its handle still open) is copied as it reads, unsaved bytes and all.
+    const writer = await open(join(m, 'cp', 'copy2.bin'), 'r+');
+    try {
+      const unsaved = randomBytes(4096);
+      await writer.write(unsaved, 0, unsaved.length, 1024 * 1024 + 10);
+      await shOk(`cp '${m}/cp/copy2.bin' '${m}/cp/copy3.bin'`);
+      const copied = await readFile(join(m, 'cp', 'copy3.bin'));
+      t.ok(copied.subarray(1024 * 1024 + 10, 1024 * 1024 + 10 + 4096).equals(unsaved), 'the copy has the unsaved write');
+      t.ok(copied.equals(await readFile(join(m, 'cp', 'copy2.bin'))), 'and every other byte of the source');
+    } finally {
+      await writer.close();
+    }
   });
 
   t.test('changes made in the mount reach WebSocket watchers', async (t) => {
