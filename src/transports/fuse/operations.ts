@@ -368,8 +368,10 @@ export class FuseFileSystem {
     return info;
   }
 
-  /** A path to create something at: valid, not taken, in an existing directory. */
-  /** A path where a new file or symlink may be made, and its parent directory (undefined: the root). */
+  /**
+   * A path to create a file or symlink at (valid, not taken, in an existing directory), and that
+   * directory (undefined: the root).
+   */
   async #creatable(path: string): Promise<{ p: string; parent: NodeInfo | undefined }> {
     const p = normalizePath(path);
     await this.#settleDelete(p);
