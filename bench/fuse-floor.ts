@@ -143,9 +143,11 @@ const ops: FuseOperations = {
     cb(0, 0);
   },
   create: (path, mode, cb) => {
-    const code = add(path, node(S_IFREG | (mode & 0o7777)));
+    const n = node(S_IFREG | (mode & 0o7777));
+    const code = add(path, n);
     if (code) return cb(code);
-    cb(0, 0);
+    // With the new file's attributes, as the daemon answers a create.
+    cb(0, 0, stat(n));
   },
   read: (path, _fd, buf, len, pos, cb) => {
     const n = file(path);

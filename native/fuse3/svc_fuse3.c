@@ -153,7 +153,8 @@ typedef struct req_s {
   size_t len;
   /* The answer. */
   int code;          /* 0 or a negative errno; for read and write the byte count when >= 0 */
-  struct stat st;
+  struct stat st;     /* getattr's answer; create's, when JS gave the new file's attributes */
+  bool has_st;
   struct statvfs sv;
   uint64_t fh;
   char *text;        /* readlink */
@@ -209,7 +210,15 @@ static void post_event(mount_t *m, int ev) {
   if (!post(m, r)) req_unref(r);
 }
 
+/*
+ * The file this thread has just created, with the attributes JS gave: libfuse's create asks for
+ * them at once (a getattr with the new handle) to answer the kernel's entry, and op_getattr
+ * answers that from here instead of going back to JS. Any other request on the thread forgets it.
+ */
+static __thread struct { uint64_t fh; struct stat st; bool valid; } created;
+
 static req_t *req_new(int op, const char *path) {
+  created.valid = false;
   req_t *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   const struct fuse_context *ctx = fuse_get_context();
@@ -288,6 +297,14 @@ static int simple(req_t *r) { return ask(r, NULL, NULL); }
 static void take_stat(const req_t *r, void *out) { *(struct stat *)out = r->st; }
 static void take_statvfs(const req_t *r, void *out) { *(struct statvfs *)out = r->sv; }
 static void take_fh(const req_t *r, void *out) { ((struct fuse_file_info *)out)->fh = r->fh; }
+static void take_created(const req_t *r, void *out) {
+  take_fh(r, out);
+  if (r->has_st) {
+    created.fh = r->fh;
+    created.st = r->st;
+    created.valid = true;
+  }
+}
 /* lseek's answer, an offset, travels in `fh` (64 bits; the code is an int). */
 static void take_offset(const req_t *r, void *out) { *(uint64_t *)out = r->fh; }
 
@@ -306,7 +323,11 @@ static void take_text(const req_t *r, void *out) {
 /* ------------------------------------------------------------------ operations */
 
 static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi) {
-  (void)fi;
+  if (fi && created.valid && created.fh == fi->fh) {
+    *st = created.st;
+    created.valid = false;
+    return 0;
+  }
   return ask(req_new(OP_GETATTR, path), take_stat, st);
 }
 
@@ -381,12 +402,6 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi) 
   return simple(r);
 }
 
-/* open and create: JS answers the new handle's number, kept as the file's fh. */
-static int opened(int op, const char *path, double n0, struct fuse_file_info *fi) {
-  req_t *r = req_new(op, path);
-  if (r) r->n[0] = n0;
-  return ask(r, take_fh, fi);
-}
 
 /*
  * A file opened read-only is opened with FOPEN_NOFLUSH: its close sends no FLUSH, whose only work
@@ -394,11 +409,19 @@ static int opened(int op, const char *path, double n0, struct fuse_file_info *fi
  * files waits for two round trips per file (open, then an asynchronous release) instead of three.
  */
 static int op_open(const char *path, struct fuse_file_info *fi) {
-  int code = opened(OP_OPEN, path, fi->flags, fi);
+  req_t *r = req_new(OP_OPEN, path);
+  if (r) r->n[0] = fi->flags;
+  /* JS answers the new handle's number, kept as the file's fh. */
+  int code = ask(r, take_fh, fi);
   if (code == 0 && (fi->flags & O_ACCMODE) == O_RDONLY) fi->noflush = 1;
   return code;
 }
-static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi) { return opened(OP_CREATE, path, mode, fi); }
+/* create: JS answers the handle and, optionally, the new file's attributes (see `created`). */
+static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi) {
+  req_t *r = req_new(OP_CREATE, path);
+  if (r) r->n[0] = mode;
+  return ask(r, take_created, fi);
+}
 
 static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
   req_t *r = req_new(OP_READ, path);
@@ -857,6 +880,14 @@ static napi_value js_reply(napi_env env, napi_callback_info info) {
         double fh = 0;
         if (t == napi_number) napi_get_value_double(env, argv[2], &fh);
         r->fh = (uint64_t)fh;
+        napi_valuetype t3 = napi_undefined;
+        if (r->op == OP_CREATE && argc > 3 && napi_typeof(env, argv[3], &t3) == napi_ok && t3 == napi_object) {
+          const double *v = packed_stats(env, argv[3], 1);
+          if (v) {
+            fill_stat(v, &r->st);
+            r->has_st = true;
+          }
+        }
         break;
       }
       case OP_READLINK:

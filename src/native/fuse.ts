@@ -80,8 +80,12 @@ export interface FuseOperations {
   getattr(path: string, cb: Cb<[FuseStat?]>): void;
   readdir(path: string, cb: Cb<[string[]?, FuseStat[]?]>): void;
   open(path: string, flags: number, cb: Cb<[number?]>): void;
-  /** `caller`: where the binding gives it (libfuse 3; not fuse-native), as for mknod, symlink and mkdir. */
-  create(path: string, mode: number, cb: Cb<[number?]>, caller?: FuseCaller): void;
+  /**
+   * Answers the new handle and, optionally, the new file's attributes: on libfuse 3 they then
+   * answer the kernel's entry without the getattr that would follow (fuse-native ignores them).
+   * `caller`: where the binding gives it (libfuse 3; not fuse-native), as for mknod, symlink and mkdir.
+   */
+  create(path: string, mode: number, cb: Cb<[number?, FuseStat?]>, caller?: FuseCaller): void;
   read(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErr: number) => void): void;
   write(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErr: number) => void): void;
   truncate(path: string, size: number, cb: Cb): void;
@@ -551,7 +555,7 @@ class Fuse3Mount implements BindingMount {
         case Op.Readdir: return ops.readdir(path, (code, names, stats) => done(code, names, packStats(stats)));
         case Op.Open: return ops.open(path, n0, done);
         // n2 and n3 of the operations that make an entry: the caller's uid and gid.
-        case Op.Create: return ops.create(path, n0, done, { uid: n2, gid: n3 });
+        case Op.Create: return ops.create(path, n0, (code, fd, st) => done(code, fd, st && packStat(st, this.#stat)), { uid: n2, gid: n3 });
         // `buf` may be longer than the request (one of the mount's pooled buffers): `len` bytes of it.
         case Op.Read: return ops.read(path, n0, buf!, len, n1, done);
         case Op.Write: return ops.write(path, n0, buf!, len, n1, done);

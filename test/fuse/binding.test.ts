@@ -180,6 +180,15 @@ for (const binding of ['libfuse3', 'fuse-native'] as const) {
       t.equal(listing.split('\n').filter((l) => / many\d+$/.test(l)).length, 50, 'every entry listed once');
     });
 
+    t.test('a create answered with the new file\'s attributes needs no getattr for them on libfuse 3', async (t) => {
+      const from = probe.lines.length;
+      await shOk(`echo new > ${mnt}/created`);
+      const asked = probe.lines.slice(from).filter((l) => l === 'getattr /created').length;
+      // The name's lookup before the create asks on both bindings; libfuse 2 asks again after it.
+      t.equal(asked, wide ? 1 : 2, `${asked} getattr requests for the new file`);
+      t.equal((await shOk(`stat -c '%a %s %u' ${mnt}/created`)).trim(), `644 4 ${process.getuid?.() ?? 0}`, 'its attributes as the file system gave them');
+    });
+
     t.test('closing a file opened read-only sends no flush on libfuse 3; closing one opened for writing does', async (t) => {
       await shOk(`echo data > ${mnt}/ro`);
       let from = probe.lines.length;

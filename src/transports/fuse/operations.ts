@@ -195,7 +195,7 @@ export class FuseFileSystem {
       getattr: (path, cb) => this.#run('getattr', path, cb, () => this.#getattr(path)),
       readdir: (path, cb) => this.#run('readdir', path, (code, r) => cb(code, r?.[0], r?.[1]), () => this.#readdir(path)),
       open: (path, flags, cb) => this.#run('open', path, cb, () => this.#open(path, flags)),
-      create: (path, mode, cb, caller) => this.#run('create', path, cb, () => this.#create(path, mode, caller)),
+      create: (path, mode, cb, caller) => this.#run('create', path, (code, r) => cb(code, r?.[0], r?.[1]), () => this.#create(path, mode, caller)),
       read: (path, fd, buf, len, pos, cb) => this.#run('read', path, (code, n) => cb(code < 0 ? code : n!), () => this.#read(fd, buf, len, pos)),
       write: (path, fd, buf, len, pos, cb) => this.#run('write', path, (code, n) => cb(code < 0 ? code : n!), () => {
         const handle = this.#handle(fd);
@@ -552,7 +552,8 @@ export class FuseFileSystem {
     return this.#addHandle(file);
   }
 
-  async #create(path: string, mode: number, caller: FuseCaller | undefined): Promise<number> {
+  /** The new file's handle, and its attributes (the binding may answer the kernel's entry with them). */
+  async #create(path: string, mode: number, caller: FuseCaller | undefined): Promise<[number, FuseStat]> {
     if (isVersionsPath(path)) throw new PosixError('EROFS');
     const { p, parent } = await this.#creatable(path);
     await this.#backend.checkWritable(p);
@@ -563,7 +564,7 @@ export class FuseFileSystem {
     });
     this.#files.set(p, file);
     // Dirtied: even with no write, the close must store the new (empty) file.
-    return this.#addHandle(file, true);
+    return [this.#addHandle(file, true), await this.#openFileStat(file)];
   }
 
   async #truncate(path: string, size: number): Promise<void> {
