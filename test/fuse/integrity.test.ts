@@ -1,7 +1,7 @@
 /**
  * @module test/fuse/integrity
  * Data integrity under a seeded random sequence of open / write / read / truncate / ftruncate /
- * fsync / close / rename / unlink at random offsets (across the 1 MiB chunk boundaries, with several
+ * fsync / close / rename / unlink / copyFile (copy_file_range) at random offsets (across the 1 MiB chunk boundaries, with several
  * handles open on the same file, files renamed or unlinked while open), applied to the mount and to
  * a plain directory side by side. After every step the touched files are compared byte for byte
  * (and every file every 100 steps); at the end every file is also compared with what RPC reads.
@@ -11,7 +11,7 @@
  */
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { open, readFile, rename, rm, truncate, writeFile, mkdir, type FileHandle } from 'node:fs/promises';
+import { copyFile, open, readFile, rename, rm, truncate, writeFile, mkdir, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fuseSkipReason, startMountedDaemon, tempDir, sh } from './harness.js';
 
@@ -169,6 +169,13 @@ t.test(`random operations on the mount match a plain directory (seed ${SEED}, ${
       outcome = await both((side) => rm(at(side, name)));
       for (const h of handles) if (h.name === name) h.name = `(unlinked ${name})`;
       touched.add(name);
+    } else if (r < 0.97) {
+      // copyFile uses copy_file_range: the daemon shares a clean source's chunks, or copies bytes.
+      const from = pick(NAMES);
+      const to = pick(NAMES.filter((n) => n !== from));
+      what = `copyFile ${from} ${to}`;
+      outcome = await both((side) => copyFile(at(side, from), at(side, to)));
+      touched.add(to);
     } else {
       const name = pick(NAMES);
       const data = bytes(random() < 0.5 ? int(2000) : int(2.2 * MiB));
