@@ -574,7 +574,7 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
   mount_t *m = fuse_get_context()->private_data;
   cfg->entry_timeout = m->cache_seconds;
   cfg->attr_timeout = m->cache_seconds;
-  cfg->negative_timeout = 0;
+  cfg->negative_timeout = m->cache_seconds;
   /* Keep a file's pages across opens while its size and mtime are unchanged (compared at open). */
   cfg->auto_cache = 1;
   cfg->kernel_cache = 0;

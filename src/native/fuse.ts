@@ -309,7 +309,7 @@ function load(): MountClass {
       const o = this.#options;
       const list = [
         'big_writes', 'max_write=131072', `fsname=${o.fsname.replace(/[,\\]/g, '_')}`, 'subtype=svc',
-        `entry_timeout=${o.cacheSeconds}`, `attr_timeout=${o.cacheSeconds}`, 'negative_timeout=0',
+        `entry_timeout=${o.cacheSeconds}`, `attr_timeout=${o.cacheSeconds}`, `negative_timeout=${o.cacheSeconds}`,
         // Keep a file's pages in the kernel across opens while its size and mtime are unchanged
         // (libfuse compares them at open): warm reads at page-cache speed, changes seen at next open.
         'auto_cache',

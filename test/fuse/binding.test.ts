@@ -189,6 +189,13 @@ for (const binding of ['libfuse3', 'fuse-native'] as const) {
       t.equal((await shOk(`stat -c '%a %s %u' ${mnt}/created`)).trim(), `644 4 ${process.getuid?.() ?? 0}`, 'its attributes as the file system gave them');
     });
 
+    t.test('a missing name is looked up once while the kernel may cache it', async (t) => {
+      const from = probe.lines.length;
+      const r = await sh(`stat ${mnt}/absent; stat ${mnt}/absent; test -e ${mnt}/absent`);
+      t.not(r.code, 0, 'absent');
+      t.equal(probe.lines.slice(from).filter((l) => l === 'getattr /absent').length, 1, 'the second and third lookups come from the kernel\'s negative cache');
+    });
+
     t.test('closing a file opened read-only sends no flush on libfuse 3; closing one opened for writing does', async (t) => {
       await shOk(`echo data > ${mnt}/ro`);
       let from = probe.lines.length;

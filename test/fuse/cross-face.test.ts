@@ -37,6 +37,15 @@ t.test('the mount and RPC see one file tree', { skip }, async (t) => {
     t.ok(await eventually(async () => (await sh(`test -e '${m}/x/from-rpc.txt'`)).code === 1, 1000, 20), 'a delete too');
   });
 
+  t.test('a name looked up in vain, then created by RPC, shows up within a second (the kernel\'s negative entry is dropped)', async (t) => {
+    t.equal((await sh(`cat '${m}/x/later.txt'`)).code, 1, 'absent at first (the kernel may now cache that)');
+    await d.rpc('write', { path: '/x/later.txt', content: bytes('made by rpc\n') });
+    const started = Date.now();
+    const seen = await eventually(async () => (await sh(`cat '${m}/x/later.txt'`)).stdout === 'made by rpc\n', 3000, 20);
+    t.ok(seen, 'read through the mount');
+    t.ok(Date.now() - started < 1000, `within a second (${Date.now() - started} ms)`);
+  });
+
   t.test('a program keeping a file open reads another face\'s change without reopening it', async (t) => {
     await keptOpenSeesChanges(t, d, m, '/kept.txt');
   });
