@@ -6,7 +6,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { CHUNK_SIZE } from '../../src/fs/service.js';
-import { ChunkHasher, POOLED_CHUNKS } from '../../src/transports/fuse/hasher.js';
+import { ChunkHasher, KEPT_STATES, POOLED_CHUNKS } from '../../src/transports/fuse/hasher.js';
 import { noise, sha256 } from '../fs/fixture.js';
 
 t.test('chunk hashes and a running etag are SHA-256 of the bytes handed over', async (t) => {
@@ -62,6 +62,26 @@ t.test('feed extends a running etag without hashing the bytes on their own', asy
   t.equal(done?.etag, sha256(Buffer.concat([a, b, Buffer.from('end')])));
   await hasher.close();
   t.equal(await hasher.feed(a, hasher.openStream()), false, 'a closed hasher says so');
+});
+
+t.test('resume continues a finished etag: appended bytes hash to the etag of the whole', async (t) => {
+  const hasher = new ChunkHasher();
+  t.teardown(() => hasher.close());
+  const first = noise(CHUNK_SIZE + 100, 5);
+  const stream = hasher.openStream();
+  const done = await hasher.finish(stream, first);
+  t.equal(done?.etag, sha256(first));
+  const resumed = await hasher.resume(done!.etag);
+  t.not(resumed, undefined, 'the state of a finished etag is kept');
+  const more = noise(5000, 6);
+  t.equal(await hasher.feed(more, resumed!), true);
+  const whole = await hasher.finish(resumed!);
+  t.equal(whole?.etag, sha256(Buffer.concat([first, more])), 'the etag of the whole content');
+  t.not(await hasher.resume(whole!.etag), undefined, 'and that one is kept in turn');
+  t.equal(await hasher.resume(sha256(Buffer.from('never finished here'))), undefined, 'an etag it did not finish: no state');
+  // Only the last KEPT_STATES etags are kept.
+  for (let i = 0; i <= KEPT_STATES; i++) await hasher.finish(hasher.openStream(), Buffer.from(`filler ${i}`));
+  t.equal(await hasher.resume(done!.etag), undefined, 'the oldest states are let go');
 });
 
 t.test('a closed hasher answers undefined and hashing falls back to the caller', async (t) => {

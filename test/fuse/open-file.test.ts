@@ -450,3 +450,45 @@ t.test('a large content without a running etag is hashed on the hasher\'s thread
   t.equal(given[2]?.etag, undefined, 'a stopped hasher leaves the hashing to the commit');
   t.equal(r?.size, chunks * CHUNK_SIZE);
 });
+
+t.test('an append to a large stored file hashes only what it appends, resuming the stored etag', async (t) => {
+  const f = makeFs(t);
+  const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
+  const hasher = new ChunkHasher();
+  t.teardown(() => hasher.close());
+  const CS = CHUNK_SIZE;
+  const commit = (file: OpenFile) => file.commit((p, pieces, a, m, etag) => backend.commit(p, pieces, { attributes: a, modified: m, etag }),
+    (p, v) => backend.versionContent(p, v));
+  // Written sequentially through the mount: its etag comes from the hasher, which keeps its state.
+  let model = noise((HASHED_ON_MAIN_THREAD + 2) * CS + 300, 61);
+  const writer = new OpenFile('/log', undefined, { mtime: 1, hasher, attributes: { mode: 0o644 } });
+  for (let at = 0; at < model.length; at += CS / 2) await writer.write(model.subarray(at, at + CS / 2), Math.min(CS / 2, model.length - at), at);
+  t.equal((await commit(writer))?.etag, sha256(model));
+  for (const [round, size] of [[1, 5000], [2, CS + 7], [3, 10]] as const) {
+    const more = noise(size, 70 + round);
+    const file = new OpenFile('/log', await backend.content('/log'), { mtime: 1, hasher });
+    const before = hasher.bytesSent;
+    await file.write(more, more.length, model.length);
+    model = Buffer.concat([model, more]);
+    t.equal((await commit(file))?.etag, sha256(model), `append ${round}: the etag of the whole content`);
+    const sent = hasher.bytesSent - before;
+    t.ok(sent < more.length + 3 * CS, `append ${round}: ${sent} bytes hashed for ${more.length} appended, not the ${model.length} of the file`);
+    t.ok(f.fs.read('/log').content.equals(model), `append ${round}: content`);
+  }
+  // Written over before its end: the whole content is hashed again (no resume).
+  const file = new OpenFile('/log', await backend.content('/log'), { mtime: 1, hasher });
+  const before = hasher.bytesSent;
+  await file.write(Buffer.from('over'), 4, 10);
+  Buffer.from('over').copy(model, 10);
+  t.equal((await commit(file))?.etag, sha256(model), 'a write inside the stored content: its etag computed anew');
+  t.ok(hasher.bytesSent - before >= model.length, 'every byte hashed');
+  // A hasher that does not know the base's etag (a new one): hashed in full, still right.
+  const fresh = new ChunkHasher();
+  t.teardown(() => fresh.close());
+  const more = noise(2000, 80);
+  const other = new OpenFile('/log', await backend.content('/log'), { mtime: 1, hasher: fresh });
+  await other.write(more, more.length, model.length);
+  model = Buffer.concat([model, more]);
+  t.equal((await commit(other))?.etag, sha256(model), 'an unknown base etag: hashed in full');
+  t.ok(fresh.bytesSent >= model.length);
+});

@@ -23,15 +23,32 @@ import { CHUNK_SIZE } from '../../fs/service.js';
  */
 export const POOLED_CHUNKS = 16;
 
+/** Etags whose final hash state the worker keeps for {@link ChunkHasher.resume} (a few hundred bytes each). */
+export const KEPT_STATES = 64;
+
 /** The worker's code (CommonJS, evaluated: works the same from src/ under tsx and from dist/). */
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
 const streams = new Map();
+// The state of each recent etag after its last byte (a copy taken before the digest), so a later
+// content that only appends to it resumes from there instead of hashing it all again.
+const states = new Map();
+const remember = (etag, state) => {
+  states.delete(etag);
+  states.set(etag, state);
+  if (states.size > ${KEPT_STATES}) states.delete(states.keys().next().value);
+};
 const view = (m) => m.sab ? new Uint8Array(m.sab, m.offset, m.length) : m.data;
 parentPort.on('message', (m) => {
   try {
     if (m.op === 'drop') { streams.delete(m.stream); return; }
+    if (m.op === 'resume') {
+      const state = states.get(m.etag);
+      if (state) streams.set(m.stream, state.copy());
+      parentPort.postMessage({ id: m.id, resumed: state !== undefined });
+      return;
+    }
     const data = m.sab || m.data ? view(m) : undefined;
     let stream;
     if (m.stream !== undefined) {
@@ -41,7 +58,13 @@ parentPort.on('message', (m) => {
     }
     const chunk = data && m.op !== 'feed' ? createHash('sha256').update(data).digest('hex') : undefined;
     let etag;
-    if (m.op === 'finish') { etag = (stream ?? createHash('sha256')).digest('hex'); streams.delete(m.stream); }
+    if (m.op === 'finish') {
+      const whole = stream ?? createHash('sha256');
+      const state = whole.copy();
+      etag = whole.digest('hex');
+      streams.delete(m.stream);
+      remember(etag, state);
+    }
     parentPort.postMessage({ id: m.id, chunk, etag });
   } catch (err) {
     parentPort.postMessage({ id: m.id, error: String(err && err.message || err) });
@@ -54,6 +77,7 @@ interface Reply {
   id: number;
   chunk?: string;
   etag?: string;
+  resumed?: boolean;
   error?: string;
 }
 
@@ -71,6 +95,7 @@ export class ChunkHasher {
   readonly #inFlight = new Map<SharedArrayBuffer, number>();
   /** Released while in flight: pooled once the worker is done with them. */
   readonly #releasing = new Set<SharedArrayBuffer>();
+  #bytesSent = 0;
 
   /** A zero-filled chunk buffer the worker can read without a copy (a SharedArrayBuffer, reused). */
   acquire(): Buffer {
@@ -90,6 +115,11 @@ export class ChunkHasher {
     else if (this.#pool.length < POOLED_CHUNKS && !this.#pool.includes(sab)) this.#pool.push(sab);
   }
 
+  /** Bytes handed to the worker so far (tests, diagnostics). */
+  get bytesSent(): number {
+    return this.#bytesSent;
+  }
+
   /** Buffers waiting in the pool (tests). */
   get pooled(): number {
     return this.#pool.length;
@@ -103,6 +133,16 @@ export class ChunkHasher {
   /** Append `data` to the running etag `stream` only (its own hash is known); false when the worker failed. */
   feed(data: Buffer, stream: number): Promise<boolean> {
     return this.#send({ op: 'feed', stream }, data).then((r) => r !== undefined);
+  }
+
+  /**
+   * A running etag that starts as the content whose etag is `etag` (one of the last
+   * {@link KEPT_STATES} this hasher finished): appended bytes then need no hashing of what came
+   * before. Undefined when that state is not kept (or the worker failed).
+   */
+  resume(etag: string): Promise<number | undefined> {
+    const stream = this.#nextStream++;
+    return this.#send({ op: 'resume', stream, etag }, undefined).then((r) => (r?.resumed ? stream : undefined));
   }
 
   /** A new running etag: feed it with {@link chunk} or {@link feed}, end it with {@link finish} or {@link drop}. */
@@ -129,7 +169,7 @@ export class ChunkHasher {
     if (w) await w.terminate();
   }
 
-  #send(msg: { op: string; stream?: number | undefined }, data: Buffer | undefined): Promise<Reply | undefined> {
+  #send(msg: { op: string; stream?: number | undefined; etag?: string }, data: Buffer | undefined): Promise<Reply | undefined> {
     const worker = this.#start();
     if (!worker) return Promise.resolve(undefined);
     const id = this.#nextId++;
@@ -137,6 +177,7 @@ export class ChunkHasher {
     const transfer: ArrayBuffer[] = [];
     let shared: SharedArrayBuffer | undefined;
     if (data) {
+      this.#bytesSent += data.byteLength;
       if (data.buffer instanceof SharedArrayBuffer) {
         shared = data.buffer;
         payload = { sab: shared, offset: data.byteOffset, length: data.byteLength };

@@ -76,6 +76,8 @@ export class OpenFile {
   /** Last local change, ms. */
   mtime: number;
   #base: StoredContent | undefined;
+  /** Bytes at the start of the base nothing has written over or truncated since (all of it: an append). */
+  #intact: number;
   #keep: number;
   #size: number;
   /** Dirty chunks in memory, least recently written first. */
@@ -140,6 +142,7 @@ export class OpenFile {
     this.#base = base;
     this.#size = base?.size ?? 0;
     this.#keep = this.#size;
+    this.#intact = this.#size;
     this.#changed = base === undefined;
     this.#attributes = opts.attributes;
     this.readOnly = opts.readOnly ?? false;
@@ -243,6 +246,7 @@ export class OpenFile {
   write(buf: Buffer, len: number, pos: number): Promise<number> {
     return this.#exclusive(async () => {
       this.#clone = undefined;
+      this.#intact = Math.min(this.#intact, pos);
       const end = pos + len;
       for (let off = pos; off < end;) {
         const i = Math.floor(off / CS);
@@ -265,6 +269,7 @@ export class OpenFile {
   truncate(size: number): Promise<void> {
     return this.#exclusive(async () => {
       if (size !== this.#size) this.#clone = undefined;
+      this.#intact = Math.min(this.#intact, size);
       if (size < this.#size) {
         for (const i of [...this.#hashes.keys()]) if ((i + 1) * CS > size) this.#mutated(i);
         if (this.#stream && this.#stream.next * CS > size) this.#breakStream();
@@ -310,7 +315,7 @@ export class OpenFile {
       const pieces = this.#pieces();
       const hasher = this.#hasher;
       const etag = await this.#knownHashes(pieces)
-        ?? (hasher && pieces.length > HASHED_ON_MAIN_THREAD ? await hashOffThread(pieces, hasher) : undefined);
+        ?? (hasher && pieces.length > HASHED_ON_MAIN_THREAD ? await this.#appendedEtag(pieces, hasher) ?? await hashOffThread(pieces, hasher) : undefined);
       // The version is stamped with the last write (or utimens), as a local disk would show it.
       const result = await store(this.path, pieces, this.#attributes, this.explicitMtime ?? this.mtime, etag);
       // The new version took every hold over.
@@ -393,6 +398,7 @@ export class OpenFile {
       }
       this.#base = undefined;
       this.#keep = 0;
+      this.#intact = 0;
       this.#cached = undefined;
     });
   }
@@ -401,6 +407,7 @@ export class OpenFile {
     this.#base = base;
     this.#size = base.size;
     this.#keep = base.size;
+    this.#intact = base.size;
     this.#forgetAll();
     this.#spilled.clear();
     this.#cached = undefined;
@@ -568,6 +575,18 @@ export class OpenFile {
       pieces[full]!.hash = done.tail;
     }
     return done.etag;
+  }
+
+  /**
+   * The etag of a content that only appends to its stored base, resumed from the base's etag where
+   * the hasher still keeps that state ({@link ChunkHasher.resume}): only the appended bytes are
+   * hashed. Undefined otherwise (the caller hashes it all).
+   */
+  async #appendedEtag(pieces: CommitPiece[], hasher: ChunkHasher): Promise<string | undefined> {
+    const base = this.#base;
+    if (!base || base.size === 0 || this.#intact < base.size || this.#size < base.size) return undefined;
+    const stream = await hasher.resume(base.etag);
+    return stream === undefined ? undefined : hashOffThread(pieces, hasher, { stream, from: base.size });
   }
 
   /** Write the least recently written chunks out to the spool while too many are in memory. */
@@ -755,35 +774,46 @@ export class OpenFile {
 
 /**
  * The etag of `pieces` and every piece's hash, computed on `hasher`'s thread: the main thread only
- * reads each piece and hands a copy over, a few in flight at a time. Undefined when the hasher
- * fails (the commit then hashes as before).
+ * reads each piece and hands a copy over, a few in flight at a time. With `resumed`, the running
+ * etag `stream` already holds the content's first `from` bytes (the unchanged stored content a
+ * file was appended to), so only what follows is fed to it. Undefined when the hasher fails (the
+ * commit then hashes as before).
  */
-async function hashOffThread(pieces: CommitPiece[], hasher: ChunkHasher): Promise<string | undefined> {
-  const stream = hasher.openStream();
-  const last = pieces.length - 1;
+async function hashOffThread(
+  pieces: CommitPiece[], hasher: ChunkHasher, resumed?: { stream: number; from: number },
+): Promise<string | undefined> {
+  const stream = resumed?.stream ?? hasher.openStream();
+  const from = resumed?.from ?? 0;
   const inFlight: Promise<boolean>[] = [];
-  const bytes = async (piece: CommitPiece) => (piece.readSync ? piece.readSync() : await piece.read());
+  // Each piece is handed over as a private copy at once (its bytes may be in a buffer the next
+  // read reuses); a piece whose hash is known (stored, held, a hole) only extends the etag.
+  const hashed = (piece: CommitPiece, hash: Promise<string | undefined>) => hash.then((h) => {
+    if (h !== undefined) piece.hash = h;
+    return h !== undefined;
+  });
   let ok = true;
-  for (let i = 0; i < last && ok; i++) {
-    const piece = pieces[i]!;
-    // Handed over as a private copy at once (a piece's bytes may be in a buffer the next read
-    // reuses); a piece whose hash is known (stored, held, a hole) only extends the etag.
-    inFlight.push(piece.hash !== undefined ? hasher.feed(await bytes(piece), stream) : hasher.chunk(await bytes(piece), stream).then((hash) => {
-      if (hash !== undefined) piece.hash = hash;
-      return hash !== undefined;
-    }));
-    if (inFlight.length >= 4) ok = await inFlight.shift()!;
+  let start = 0;
+  for (const piece of pieces) {
+    const end = start + piece.size;
+    if (end > from || piece.hash === undefined) {
+      const data = piece.readSync ? piece.readSync() : await piece.read();
+      if (start >= from) {
+        inFlight.push(piece.hash === undefined ? hashed(piece, hasher.chunk(data, stream)) : hasher.feed(data, stream));
+      } else {
+        if (piece.hash === undefined) inFlight.push(hashed(piece, hasher.chunk(data)));
+        if (end > from) inFlight.push(hasher.feed(data.subarray(from - start), stream));
+      }
+      while (inFlight.length >= 4 && ok) ok = await inFlight.shift()!;
+    }
+    start = end;
+    if (!ok) break;
   }
   ok = (await Promise.all(inFlight)).every(Boolean) && ok;
   if (!ok) {
     hasher.drop(stream);
     return undefined;
   }
-  const tail = pieces[last]!;
-  const done = await hasher.finish(stream, await bytes(tail));
-  if (done?.tail === undefined) return undefined;
-  tail.hash ??= done.tail;
-  return done.etag;
+  return (await hasher.finish(stream))?.etag;
 }
 
 let zeros: Buffer | undefined;
