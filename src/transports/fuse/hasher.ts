@@ -11,8 +11,10 @@
  * and the file's running etag, so a result computed from bytes that changed is never used.
  *
  * A running etag ({@link ChunkHasher.openStream}) is fed chunks 0, 1, 2, … in order; finishing it
- * adds the last, partial chunk and returns the etag and that chunk's hash. Any failure of the
- * worker resolves to `undefined`: the commit then hashes as it did without it.
+ * adds the last, partial chunk and returns the etag and that chunk's hash. The worker keeps the
+ * hash state of the last {@link KEPT_STATES} etags it finished, so a running etag can also start
+ * from one of them ({@link ChunkHasher.resume}: a file appended to hashes only what it appends).
+ * Any failure of the worker resolves to `undefined`: the commit then hashes as it did without it.
  */
 import { Worker } from 'node:worker_threads';
 import { CHUNK_SIZE } from '../../fs/service.js';
