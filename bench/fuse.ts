@@ -19,7 +19,7 @@
  *   too) and warm (best of 5 rounds, disk, mount and floor in turn within each);
  * - the warm read again against a second disk file with the same bytes written in 4 KiB blocks, so
  *   that the disk caches it in 4 KiB folios as FUSE caches every file on this kernel (the first is
- *   cached in folios of up to 1 MiB, which a warm read copies about twice as fast); as root, the
+ *   cached in folios of up to 2 MiB, which a warm read copies about twice as fast); as root, the
  *   folios each side's file sits in are counted (bench/folios.c) and printed;
  * - 4 KiB reads at random offsets (best of 3 rounds, in turn likewise);
  * - the close-only write, the cold, warm and random reads and the small-file rows below also on the floor;
@@ -37,7 +37,8 @@
  *   and stderr says why). It is what FUSE itself costs on this kernel with the least server work
  *   any binding could give it, so the table also shows which part of a gap no binding would close;
  * - appending a line to the 256 MiB file (on the mount a new version of the whole file: its etag is
- *   resumed from the stored one where the daemon's hasher still has it, so only the line is hashed);
+ *   resumed from the stored one where the daemon's hasher still has it, so only the line and the
+ *   file's last chunk are hashed);
  * - `cp` of the 256 MiB file within each side (copyFileSync, which uses copy_file_range: on the
  *   libfuse 3 binding the daemon copies, elsewhere the kernel reads and writes), best of 3;
  * - `ls -l` of a 2,000-file directory (a listing, then an lstat of each entry) once the kernel's
@@ -476,7 +477,7 @@ async function main(): Promise<void> {
   console.log(`\nThe floor is bench/fuse-floor.ts: the mount's binding (${support.binding}) and options with no svc code behind it, bytes in memory. `
     + 'The kernel floor is bench/fuse-floor-ll.c: libfuse 3\'s low-level API in C, one request at a time, 1 MiB writes, bytes in memory: '
     + 'the FUSE round trips with the least server work any binding could give them'
-    + `${'reason' in built ? ` (not run here: ${built.reason})` : ''}. Both are timed for the close-only write, the cold, warm and random reads and the small-file rows.`);
+    + `${'reason' in built ? ` (not run here: ${built.reason})` : ''}. Both are timed for the close-only write, the cold, warm and random reads, cp, the append, the small-file rows and ls -l.`);
   console.log(`\nThe ${SIZE_MIB} MiB file in the page cache after the warm reads (bench/folios.c): ${folioLines.join('; ')}.`);
 }
 

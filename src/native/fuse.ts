@@ -5,8 +5,9 @@
  * {@link FuseOperations}:
  * - **libfuse 3**, svc's own addon (native/fuse3/svc_fuse3.c, built by scripts/build-native.mjs when
  *   libfuse3-dev and a C compiler are there): 1 MiB writes, which libfuse 2 cannot negotiate,
- *   listings with their entries' attributes and copy_file_range (native/README.md,
- *   docs/performance.md). Used when built, unless `SVC_FUSE_BINDING=fuse-native`.
+ *   listings with their entries' attributes, copy_file_range, SEEK_DATA/SEEK_HOLE, the caller's
+ *   ids and creates that answer their attributes (native/README.md, docs/performance.md). Used
+ *   when built, unless `SVC_FUSE_BINDING=fuse-native`.
  * - **fuse-native** (libfuse 2), the fallback.
  *
  * The rest of this header is about fuse-native.
