@@ -1,5 +1,5 @@
 /*
- * svc_fuse3: a Node-API binding of libfuse 3's high-level (path) API, built by
+ * svc_fuse3: a Node-API binding of libfuse 3's low-level API, served on the JS thread. Built by
  * scripts/build-native.mjs and loaded by src/native/fuse.ts, which falls back to fuse-native
  * (libfuse 2) when this cannot be built or loaded.
  *
@@ -7,24 +7,28 @@
  * 128 KiB (libfuse 3 takes 1 MiB writes, FUSE_MAX_PAGES), has no READDIRPLUS or copy_file_range in
  * reach of JS, and is no longer maintained (docs/performance.md has the measurements).
  *
- * Threads. fuse_loop_mt runs on a thread of its own (started by mount) and serves each request on
- * one of libfuse's worker threads, which queues it for the JS thread (a libuv async handle) and
- * waits on the request's semaphore. Not a Node-API thread-safe function: Node wakes the JS thread
- * while still holding that function's lock, so the JS thread woke only to sleep again on the lock,
- * once for every request (a stat took 40-48 us against fuse-native's 30). JS answers with reply(),
- * on its own thread: reply() only stores the answer in the request and posts the semaphore; the
- * worker thread copies it into libfuse's structures. So no libfuse structure is touched from the
- * JS thread, and a request the worker gave up on (timeout) is freed by whichever side lets go last
- * (a reference count).
+ * One thread. The mount's /dev/fuse descriptor is non-blocking and watched by the JS thread's
+ * event loop (a libuv poll handle): each time it is readable, up to BATCH requests are read and
+ * handed to JS there, and JS's answers (reply()) go to the kernel at once, from the same thread.
+ * The high-level API this binding used before served each request on one of libfuse's threads,
+ * which woke the JS thread and then slept until JS answered: two thread wake-ups per request,
+ * most of a small request's cost (docs/performance.md, "The thread hand-over"). The only other
+ * thread is the one a lazy unmount runs on (it may need the mount answered meanwhile).
  *
- * Memory handed to JS: never libfuse's, except for a write when every pooled buffer is busy (see
- * SLOT_SIZE): reads and writes go through buffers of the mount's own, copied into libfuse's by the
- * worker thread, so a late answer never touches freed memory. JS must not keep a request's Buffer
- * after answering (a slot serves the next request).
+ * Paths. The low-level API names files by node id; JS's operations take paths. The node table
+ * here keeps what libfuse's high-level layer kept: each node's name and parent (so renames move
+ * whole subtrees), the kernel's lookup count (a node lives until the kernel forgets it), open
+ * handles, and a file's last size and mtime, by which a reopened file keeps its pages or drops
+ * them (auto_cache). The number `stat` reports is the node id, which transports/fuse/kernel-cache
+ * relies on. A file unlinked or renamed over while open is renamed to `.fuse_hidden…` and
+ * unlinked when its last handle closes, as libfuse did (transports/fuse/operations handles both).
+ *
+ * Memory handed to JS: never libfuse's. A write's bytes are copied into a buffer of the mount's
+ * own before JS sees them (libfuse reuses its buffer for the next request), and a read is answered
+ * from one; JS must not keep a request's Buffer after answering (a slot serves the next request).
  */
 #define FUSE_USE_VERSION 312
 #define _GNU_SOURCE
-#include <fuse.h>
 #include <fuse_lowlevel.h>
 #include <node_api.h>
 #include <uv.h>
@@ -32,10 +36,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,398 +65,1315 @@ enum { EV_INIT = 1, EV_EXIT = 2, EV_DETACHED = 3 };
 /*
  * Reads and writes go through buffers the addon allocates once per mount and shows to JS as Buffers
  * made once (a pool of 1 MiB slots, the largest request libfuse 3 negotiates): a Buffer made for
- * every request counts as new external
- * memory to V8, and 256 MiB of them started eleven full collections a 256 MiB write. The worker
- * thread copies a write's bytes into a slot before handing the request over, and a read's bytes
- * out of it once JS has answered, so JS never holds libfuse's memory and both may time out. When
- * every slot is busy, the request gets a Buffer of its own.
+ * every request counts as new external memory to V8, and 256 MiB of them started eleven full
+ * collections a 256 MiB write. When every slot is busy, the request gets a Buffer of its own.
  */
 #define SLOT_SIZE (1 << 20)
 #define SLOTS 16
+/* Requests read from /dev/fuse before the event loop gets its turn again. */
+#define BATCH 64
+/* What readdir(3) sees as the inode number of an entry not looked up ("unknown"). */
+#define UNKNOWN_INO 0xffffffffu
+/* Attributes packed per entry by src/native/fuse.ts (packStat). */
+#define STAT_FIELDS 10
 
 typedef struct slot_s {
-  char *mem;    /* allocated here, freed with the mount: valid for the worker threads even while Node exits */
+  char *mem;    /* allocated here, freed with the mount */
   napi_ref ref; /* the Buffer over it, made once */
-  atomic_int busy; /* taken by compare-and-swap: no lock on the request path */
+  bool busy;
 } slot_t;
 
-typedef struct mount_s {
-  struct fuse *fuse;
-  slot_t slots[SLOTS];
-  char *dir;
-  napi_env env;
-  uv_async_t async;           /* wakes the JS thread for the queue below */
-  pthread_mutex_t qlock;      /* guards the queue */
-  struct req_s *qhead, *qtail; /* requests and events for the JS thread, in order */
-  napi_async_context actx;    /* JS is called in a callback scope of this context */
-  napi_ref resource;
-  napi_ref dispatch;
-  napi_ref events;
-  pthread_t loop;
-  int timeout_ms;
-  double cache_seconds;
-  atomic_int unmounting;
-  atomic_int refs; /* the JS handle, the async handle until closed, the loop thread, a running detach thread */
-  /*
-   * Guards the async handle's life against the threads that signal it: `closed` once the loop's
-   * last event was taken (the handle is closing), `env_gone` once Node tears the environment
-   * down (the process exits). After either, nobody may queue or signal any more.
-   */
-  pthread_mutex_t lock;
-  int closed;
-  int env_gone;
-} mount_t;
+/* One inode the kernel knows (it looked it up and has not forgotten it), or a parent of one. */
+typedef struct node_s {
+  fuse_ino_t ino;
+  struct node_s *parent; /* NULL for the root, and once unlinked */
+  char *name;            /* NULL for the root, and once unlinked */
+  uint64_t nlookup;      /* the kernel's references */
+  uint32_t children;     /* nodes named in this one (each keeps it) */
+  uint32_t open_count;   /* open handles */
+  uint32_t releasing;    /* releases JS has not answered yet (unlink and rename wait for them) */
+  bool hidden;           /* renamed to .fuse_hidden… while open: unlinked at the last close */
+  /* auto_cache: the size and mtime last answered, and when. */
+  bool cache_valid;
+  struct timespec mtime;
+  off_t size;
+  double stat_updated;
+  struct node_s *ino_next, *name_next; /* hash chains */
+} node_t;
+
+typedef struct table_s {
+  node_t **buckets;
+  size_t size, count; /* size: a power of two */
+} table_t;
+
+/* A directory handle: the listing JS gave at offset 0, served from here for the following offsets. */
+typedef struct dir_s {
+  char **names;
+  struct stat *stats; /* each entry's attributes, when JS gave them */
+  uint32_t count;
+  bool loaded;
+} dir_t;
 
 /*
- * Queue `r` for the JS thread and wake it; false when it cannot be (the mount's handle is closing,
- * or the environment is going away). The queue's lock is let go before the wake-up; the mount's
- * lock, held across it, is one the JS thread takes only to close the handle (and unmount to check).
+ * An unlink, rmdir or rename waiting for the release of a file it names. close(2) does not wait for
+ * the release it sends, so `close; unlink` (git dropping its index.lock) would reach JS while the
+ * close still commits, which could then store the name the unlink removed. libfuse's high-level
+ * layer kept them apart with its path locks; here they wait in the mount's list until no file they
+ * name is being released, and then run as if they had just arrived.
  */
-static bool post(mount_t *m, struct req_s *r);
+typedef struct parked_s {
+  struct parked_s *next;
+  int op; /* OP_UNLINK, OP_RMDIR, OP_RENAME */
+  fuse_req_t fr;
+  fuse_ino_t parent, newparent;
+  char *name, *newname;
+} parked_t;
 
-/* A free pooled buffer (the lowest, so few slots are ever touched), or NULL when all are busy. */
-static slot_t *take_slot(mount_t *m) {
-  for (int i = 0; i < SLOTS; i++) {
-    int free_ = 0;
-    if (m->slots[i].mem && atomic_compare_exchange_strong(&m->slots[i].busy, &free_, 1)) return &m->slots[i];
+typedef struct mount_s {
+  struct fuse_session *se;
+  struct fuse_buf buf; /* the request being read (libfuse's memory, reused) */
+  char *dir;
+  napi_env env;
+  uv_poll_t poll;   /* /dev/fuse readable */
+  uv_timer_t timer; /* request timeouts */
+  uv_async_t async; /* the detach thread's word */
+  int open_handles; /* of the three above, not yet closed */
+  bool poll_open, timer_open, async_open;
+  napi_async_context actx; /* JS is called in a callback scope of this context */
+  napi_ref resource, dispatch, events;
+  slot_t slots[SLOTS];
+  table_t by_ino, by_name;
+  node_t *root;
+  fuse_ino_t next_ino;
+  uint64_t hidden_seq;
+  struct req_s *first, *last; /* requests the kernel waits for, oldest first (deadlines) */
+  parked_t *parked_first, *parked_last;
+  int timeout_ms;
+  double cache_seconds;
+  bool ended; /* the connection is over */
+  atomic_int refs; /* the JS handle, the handles until closed, each request, a running detach thread */
+  atomic_int unmounting;
+  /* Between the JS thread and the detach thread. */
+  pthread_mutex_t lock;
+  int closed;   /* the async handle is closing: nobody may signal it */
+  int env_gone; /* Node tore the environment down */
+  int detached; /* the detach thread is done, JS not told yet */
+} mount_t;
+
+/* What a request does with JS's answer. */
+enum {
+  K_ERR = 1,      /* answer the code */
+  K_ATTR,         /* attributes */
+  K_LOOKUP,       /* a getattr for a lookup: an entry (a negative one for ENOENT) */
+  K_NEW_ENTRY,    /* a getattr after mkdir/symlink/mknod/link: an entry */
+  K_MADE,         /* mkdir, symlink, mknod, link done: getattr next */
+  K_MKNOD_CREATED, K_MKNOD_RELEASED, /* a regular file's mknod: create, release, getattr */
+  K_OPEN, K_OPEN_ATTR,
+  K_CREATE, K_CREATE_ATTR,
+  K_READ, K_WRITE, K_LSEEK, K_READLINK, K_STATFS, K_READDIR,
+  K_SETATTR,      /* one step of a setattr done: the next */
+  K_RELEASE, K_RELEASE_HIDDEN,
+  K_UNLINK,       /* unlink or rmdir done */
+  K_HIDE_UNLINK,  /* an open file renamed to its hidden name instead of unlinked */
+  K_HIDE_TARGET,  /* an open rename target hidden: the rename next */
+  K_RENAME,
+  K_QUIET,        /* the kernel is not waiting (a release after an open it never saw) */
+};
+
+typedef struct req_s {
+  struct req_s *prev, *next; /* in the mount's list while `fr` waits */
+  bool listed;
+  mount_t *m;
+  fuse_req_t fr;   /* the kernel's request; NULL once answered (or timed out, or the mount ended) */
+  uint64_t deadline;
+  int op;          /* the JS operation asked now */
+  int then;        /* K_*: what its answer leads to */
+  unsigned step;   /* counts the operations asked */
+  bool js_pending; /* JS holds the request */
+  bool releasing;  /* a release counted in its node's `releasing` */
+  int busy;        /* calls into JS under way on this request (it is freed only after them) */
+  bool dead;       /* finished while busy: freed when the last call returns */
+  char *path, *path2;
+  double n[4];     /* numeric arguments (fh, mode, size, offset, ...) */
+  uid_t uid;       /* the calling process's (file system) ids */
+  gid_t gid;
+  fuse_ino_t ino;  /* the node asked about; the parent, for a request naming an entry */
+  char *name;      /* that entry */
+  fuse_ino_t ino2; /* a rename's new parent and name */
+  char *name2;
+  char *hidden;    /* the hidden name chosen for an open file */
+  struct fuse_file_info fi;
+  bool has_fi;
+  struct stat attr; /* setattr's wanted attributes */
+  int to_set;       /* setattr's steps left */
+  int saved;        /* an earlier step's code, answered at the end (release) */
+  size_t size;      /* readdir's buffer size */
+  off_t off;        /* readdir's offset */
+  bool plus;        /* readdirplus */
+  slot_t *slot;     /* a read's or write's pooled buffer */
+  char *data;       /* its own buffer when no slot was free */
+  size_t len;
+  /* JS's answer. */
+  struct stat st;
+  bool has_st;
+  struct statvfs sv;
+  uint64_t fh;
+  char *text;
+  char **names;
+  struct stat *stats;
+  uint32_t count;
+} req_t;
+
+static void mount_unref(mount_t *m);
+static void advance(req_t *r, int code);
+
+static double now_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static uint64_t now_ms(void) { return (uint64_t)(now_seconds() * 1000); }
+
+/* ------------------------------------------------------------------ the node table */
+
+static size_t hash_ino(fuse_ino_t ino, size_t size) { return (size_t)((ino * 0x9E3779B97F4A7C15ull) >> 24) & (size - 1); }
+
+static size_t hash_name(fuse_ino_t parent, const char *name, size_t size) {
+  uint64_t h = 0xcbf29ce484222325ull ^ (parent * 0x9E3779B97F4A7C15ull);
+  for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 0x100000001b3ull;
+  return (size_t)(h ^ (h >> 29)) & (size - 1);
+}
+
+static bool table_init(table_t *t) {
+  t->size = 1024;
+  t->count = 0;
+  t->buckets = calloc(t->size, sizeof *t->buckets);
+  return t->buckets != NULL;
+}
+
+static node_t *by_ino(mount_t *m, fuse_ino_t ino) {
+  for (node_t *n = m->by_ino.buckets[hash_ino(ino, m->by_ino.size)]; n; n = n->ino_next) {
+    if (n->ino == ino) return n;
   }
   return NULL;
 }
 
-static void give_slot(mount_t *m, slot_t *slot) {
-  (void)m;
-  atomic_store(&slot->busy, 0);
+static node_t *by_name(mount_t *m, node_t *parent, const char *name) {
+  for (node_t *n = m->by_name.buckets[hash_name(parent->ino, name, m->by_name.size)]; n; n = n->name_next) {
+    if (n->parent == parent && strcmp(n->name, name) == 0) return n;
+  }
+  return NULL;
 }
 
-static void mount_unref(mount_t *m) {
-  if (atomic_fetch_sub(&m->refs, 1) == 1) {
-    for (int i = 0; i < SLOTS; i++) free(m->slots[i].mem);
-    pthread_mutex_destroy(&m->lock);
-    pthread_mutex_destroy(&m->qlock);
-    free(m->dir);
-    free(m);
+/* Double a table when it is more than half full (left as it is when memory is short: chains grow). */
+static void grow(table_t *t, bool names) {
+  if (t->count * 2 <= t->size) return;
+  size_t size = t->size * 2;
+  node_t **buckets = calloc(size, sizeof *buckets);
+  if (!buckets) return;
+  for (size_t i = 0; i < t->size; i++) {
+    for (node_t *n = t->buckets[i], *next; n; n = next) {
+      if (names) {
+        next = n->name_next;
+        size_t h = hash_name(n->parent->ino, n->name, size);
+        n->name_next = buckets[h];
+        buckets[h] = n;
+      } else {
+        next = n->ino_next;
+        size_t h = hash_ino(n->ino, size);
+        n->ino_next = buckets[h];
+        buckets[h] = n;
+      }
+    }
+  }
+  free(t->buckets);
+  t->buckets = buckets;
+  t->size = size;
+}
+
+static void ino_insert(mount_t *m, node_t *n) {
+  m->by_ino.count++;
+  grow(&m->by_ino, false);
+  node_t **b = &m->by_ino.buckets[hash_ino(n->ino, m->by_ino.size)];
+  n->ino_next = *b;
+  *b = n;
+}
+
+static void ino_remove(mount_t *m, node_t *n) {
+  for (node_t **p = &m->by_ino.buckets[hash_ino(n->ino, m->by_ino.size)]; *p; p = &(*p)->ino_next) {
+    if (*p == n) {
+      *p = n->ino_next;
+      m->by_ino.count--;
+      return;
+    }
   }
 }
 
-enum { PENDING = 0, REPLIED = 1, ABANDONED = 2 };
+/* Name `n` `name` (taken over) in `parent`. */
+static void name_insert(mount_t *m, node_t *n, node_t *parent, char *name) {
+  n->parent = parent;
+  n->name = name;
+  parent->children++;
+  m->by_name.count++;
+  grow(&m->by_name, true);
+  node_t **b = &m->by_name.buckets[hash_name(parent->ino, name, m->by_name.size)];
+  n->name_next = *b;
+  *b = n;
+}
 
-typedef struct req_s {
-  struct req_s *next; /* in the mount's queue */
-  int op;            /* OP_* or, for events, -EV_* */
-  mount_t *m;
-  atomic_int refs;   /* worker thread + JS side */
-  atomic_int state;  /* PENDING → REPLIED (JS answered) or ABANDONED (the worker timed out) */
-  sem_t done;
-  char *path, *path2;
-  double n[4];       /* numeric arguments (fh, mode, size, offset, ...) */
-  uid_t uid;         /* the calling process's (file system) ids, from the request's FUSE context */
-  gid_t gid;
-  const char *in;    /* a write's bytes when no slot was free (libfuse's buffer) */
-  char *data;        /* a read's buffer when no slot was free, allocated here */
-  struct slot_s *slot; /* a read's or write's pooled buffer, given back when the request is freed */
-  size_t len;
-  /* The answer. */
-  int code;          /* 0 or a negative errno; for read and write the byte count when >= 0 */
-  struct stat st;     /* getattr's answer; create's, when JS gave the new file's attributes */
-  bool has_st;
-  struct statvfs sv;
-  uint64_t fh;
-  char *text;        /* readlink */
-  char **names;      /* readdir */
-  struct stat *stats; /* readdir: each entry's attributes, when JS gave them */
-  uint32_t count;
-} req_t;
+/* Take `n`'s name away; its old parent is left to the caller (see node_release). */
+static node_t *name_remove(mount_t *m, node_t *n) {
+  node_t *parent = n->parent;
+  if (!n->name) return NULL;
+  for (node_t **p = &m->by_name.buckets[hash_name(parent->ino, n->name, m->by_name.size)]; *p; p = &(*p)->name_next) {
+    if (*p == n) {
+      *p = n->name_next;
+      m->by_name.count--;
+      break;
+    }
+  }
+  free(n->name);
+  n->name = NULL;
+  n->parent = NULL;
+  parent->children--;
+  return parent;
+}
 
-static void give_slot(mount_t *m, slot_t *slot);
+/* Free `n` (and then perhaps its parents) once nothing needs it any more. */
+static void node_release(mount_t *m, node_t *n) {
+  while (n && n != m->root && n->nlookup == 0 && n->children == 0 && n->open_count == 0) {
+    node_t *parent = name_remove(m, n);
+    ino_remove(m, n);
+    free(n);
+    n = parent;
+  }
+}
+
+/* Unlink `n` from its directory (the kernel may still hold it). */
+static void node_unlink(mount_t *m, node_t *n) {
+  node_t *parent = name_remove(m, n);
+  node_release(m, n);
+  node_release(m, parent);
+}
+
+/* The node named `name` in `parent`, made when there is none (its lookup count is the caller's). */
+static node_t *node_get(mount_t *m, node_t *parent, const char *name) {
+  node_t *n = by_name(m, parent, name);
+  if (n) return n;
+  n = calloc(1, sizeof *n);
+  char *copy = strdup(name);
+  if (!n || !copy) {
+    free(n);
+    free(copy);
+    return NULL;
+  }
+  n->ino = m->next_ino++;
+  ino_insert(m, n);
+  name_insert(m, n, parent, copy);
+  return n;
+}
+
+/* Move `n` to `name` in `parent` (a node already there is unlinked first). */
+static void node_move(mount_t *m, node_t *n, node_t *parent, const char *name) {
+  char *copy = strdup(name);
+  if (!copy) return; /* left where it was: its path is wrong until forgotten (out of memory) */
+  parent->children++; /* keeps the new parent while names go */
+  node_t *there = by_name(m, parent, name);
+  if (there && there != n) node_unlink(m, there);
+  node_t *old = name_remove(m, n);
+  name_insert(m, n, parent, copy);
+  parent->children--;
+  node_release(m, old);
+}
+
+static void node_forget(mount_t *m, fuse_ino_t ino, uint64_t count) {
+  node_t *n = by_ino(m, ino);
+  if (!n || n == m->root) return;
+  n->nlookup = count >= n->nlookup ? 0 : n->nlookup - count;
+  node_release(m, n);
+}
+
+/* Record attributes answered for `n`: a changed size or mtime means its cached pages are stale. */
+static void node_saw(node_t *n, const struct stat *st) {
+  if (!n) return;
+  if (n->cache_valid && (n->mtime.tv_sec != st->st_mtim.tv_sec || n->mtime.tv_nsec != st->st_mtim.tv_nsec || n->size != st->st_size)) {
+    n->cache_valid = false;
+  }
+  n->mtime = st->st_mtim;
+  n->size = st->st_size;
+  n->stat_updated = now_seconds();
+}
+
+/* The path of `n` (with `/child` when given), allocated; NULL when `n` is no longer in the tree. */
+static char *path_of(mount_t *m, node_t *n, const char *child) {
+  size_t len = child ? 1 + strlen(child) : 0;
+  node_t *p = n;
+  for (; p && p->name; p = p->parent) len += 1 + strlen(p->name);
+  if (p != m->root) return NULL;
+  if (len == 0) return strdup("/");
+  char *s = malloc(len + 1);
+  if (!s) return NULL;
+  char *at = s + len;
+  *at = '\0';
+  if (child) {
+    size_t l = strlen(child);
+    at -= l;
+    memcpy(at, child, l);
+    *--at = '/';
+  }
+  for (p = n; p->name; p = p->parent) {
+    size_t l = strlen(p->name);
+    at -= l;
+    memcpy(at, p->name, l);
+    *--at = '/';
+  }
+  return s;
+}
+
+/* ------------------------------------------------------------------ requests */
+
+static void unlist(req_t *r) {
+  if (!r->listed) return;
+  mount_t *m = r->m;
+  if (r->prev) r->prev->next = r->next; else m->first = r->next;
+  if (r->next) r->next->prev = r->prev; else m->last = r->prev;
+  r->prev = r->next = NULL;
+  r->listed = false;
+}
+
+/* A request for the kernel's `fr` (NULL: one of the binding's own), waiting in the mount's list. */
+static req_t *req_new(mount_t *m, fuse_req_t fr) {
+  req_t *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->m = m;
+  r->fr = fr;
+  atomic_fetch_add(&m->refs, 1);
+  if (fr) {
+    const struct fuse_ctx *ctx = fuse_req_ctx(fr);
+    r->uid = ctx->uid;
+    r->gid = ctx->gid;
+    r->deadline = now_ms() + (uint64_t)(m->timeout_ms > 0 ? m->timeout_ms : 0);
+    r->prev = m->last;
+    if (m->last) m->last->next = r; else m->first = r;
+    m->last = r;
+    r->listed = true;
+  }
+  return r;
+}
+
+static void free_listing(char **names, struct stat *stats, uint32_t count) {
+  if (names) {
+    for (uint32_t i = 0; i < count; i++) free(names[i]);
+    free(names);
+  }
+  free(stats);
+}
 
 static void req_free(req_t *r) {
-  if (r->slot) give_slot(r->m, r->slot);
+  mount_t *m = r->m;
+  unlist(r);
+  if (r->slot) r->slot->busy = false;
   free(r->path);
   free(r->path2);
+  free(r->name);
+  free(r->name2);
+  free(r->hidden);
   free(r->data);
   free(r->text);
-  if (r->names) {
-    for (uint32_t i = 0; i < r->count; i++) free(r->names[i]);
-    free(r->names);
-  }
-  free(r->stats);
-  sem_destroy(&r->done);
+  free_listing(r->names, r->stats, r->count);
   free(r);
+  mount_unref(m);
 }
 
-static void req_unref(req_t *r) {
-  if (atomic_fetch_sub(&r->refs, 1) == 1) req_free(r);
+/* The request is done with: freed now, or when the calls into JS under way on it return. */
+static void finish(req_t *r) {
+  unlist(r);
+  if (r->busy > 0) r->dead = true;
+  else req_free(r);
 }
 
-static bool post(mount_t *m, req_t *r) {
-  pthread_mutex_lock(&m->lock);
-  bool ok = !m->closed && !m->env_gone;
-  if (ok) {
-    r->next = NULL;
-    pthread_mutex_lock(&m->qlock);
-    if (m->qtail) m->qtail->next = r; else m->qhead = r;
-    m->qtail = r;
-    pthread_mutex_unlock(&m->qlock);
-    uv_async_send(&m->async);
+/* Answer the kernel `code` (0 or a negative errno) and finish. */
+static void answer(req_t *r, int code) {
+  if (r->fr) fuse_reply_err(r->fr, code < 0 ? -code : 0);
+  r->fr = NULL;
+  finish(r);
+}
+
+/* A request the kernel no longer waits for stays only for JS's answer. */
+static void let_go(req_t *r) {
+  r->fr = NULL;
+  unlist(r);
+}
+
+static napi_value num(napi_env env, double v) {
+  napi_value out;
+  napi_create_double(env, v, &out);
+  return out;
+}
+
+static napi_value str(napi_env env, const char *s) {
+  napi_value out;
+  napi_create_string_utf8(env, s, NAPI_AUTO_LENGTH, &out);
+  return out;
+}
+
+static void clear_exception(napi_env env) {
+  bool pending = false;
+  napi_is_exception_pending(env, &pending);
+  if (pending) {
+    napi_value e;
+    napi_get_and_clear_last_exception(env, &e);
   }
-  pthread_mutex_unlock(&m->lock);
-  return ok;
-}
-
-/* An event for JS's event callback, from any thread. */
-static void post_event(mount_t *m, int ev) {
-  req_t *r = calloc(1, sizeof *r);
-  if (!r) return;
-  r->op = -ev;
-  r->m = m;
-  atomic_init(&r->refs, 1);
-  sem_init(&r->done, 0, 0);
-  if (!post(m, r)) req_unref(r);
 }
 
 /*
- * The file this thread has just created, with the attributes JS gave: libfuse's create asks for
- * them at once (a getattr with the new handle) to answer the kernel's entry, and op_getattr
- * answers that from here instead of going back to JS. Any other request on the thread forgets it.
+ * Ask JS for operation `op`; its answer (reply()) leads to `then`. JS gets
+ * dispatch(req, op, path, path2, n0, n1, buffer, length, n2, n3); for the operations that make an
+ * entry (which have no n2 or n3), n2 and n3 are the caller's uid and gid. The request may be
+ * answered, and freed, before this returns: callers touch it no more.
  */
-static __thread struct { uint64_t fh; struct stat st; bool valid; } created;
-
-static req_t *req_new(int op, const char *path) {
-  created.valid = false;
-  req_t *r = calloc(1, sizeof *r);
-  if (!r) return NULL;
-  const struct fuse_context *ctx = fuse_get_context();
+static void ask(req_t *r, int op, int then) {
+  mount_t *m = r->m;
+  napi_env env = m->env;
   r->op = op;
-  r->m = ctx->private_data;
-  r->uid = ctx->uid;
-  r->gid = ctx->gid;
-  atomic_init(&r->refs, 2);
-  atomic_init(&r->state, PENDING);
-  sem_init(&r->done, 0, 0);
-  r->path = strdup(path ? path : "");
-  if (!r->path) {
-    sem_destroy(&r->done);
-    free(r);
+  r->then = then;
+  r->js_pending = true;
+  unsigned step = ++r->step;
+  napi_handle_scope scope;
+  /* env_gone is written on this thread: no lock needed to read it here. */
+  if (m->env_gone || napi_open_handle_scope(env, &scope) != napi_ok) {
+    r->js_pending = false;
+    advance(r, -EIO);
+    return;
+  }
+  napi_value undefined, fn, result;
+  napi_get_undefined(env, &undefined);
+  bool makes = op == OP_CREATE || op == OP_MKDIR || op == OP_SYMLINK || op == OP_MKNOD;
+  napi_value argv[10];
+  bool ok = napi_get_reference_value(env, m->dispatch, &fn) == napi_ok && fn &&
+            napi_create_external(env, r, NULL, NULL, &argv[0]) == napi_ok;
+  if (ok) {
+    argv[1] = num(env, op);
+    argv[2] = str(env, r->path ? r->path : "");
+    argv[3] = r->path2 ? str(env, r->path2) : undefined;
+    argv[4] = num(env, r->n[0]);
+    argv[5] = num(env, r->n[1]);
+    argv[6] = undefined;
+    argv[7] = num(env, (double)r->len);
+    argv[8] = num(env, makes ? (double)r->uid : r->n[2]);
+    argv[9] = num(env, makes ? (double)r->gid : r->n[3]);
+    if (op == OP_READ || op == OP_WRITE) {
+      /* A slot's whole Buffer (JS reads or fills `length` bytes of it), or one over this request's bytes. */
+      ok = r->slot ? napi_get_reference_value(env, r->slot->ref, &argv[6]) == napi_ok
+                   : napi_create_external_buffer(env, r->len, r->data, NULL, NULL, &argv[6]) == napi_ok;
+    }
+  }
+  r->busy++;
+  if (ok) ok = napi_call_function(env, undefined, fn, 10, argv, &result) == napi_ok;
+  r->busy--;
+  if (!ok) clear_exception(env);
+  napi_close_handle_scope(env, scope);
+  if (!ok && !r->dead && r->step == step && r->js_pending) {
+    /* JS could not be called, or threw outside its handler: EIO. */
+    r->js_pending = false;
+    advance(r, -EIO);
+    return;
+  }
+  if (r->dead && r->busy == 0) req_free(r);
+}
+
+/* ------------------------------------------------------------------ answers */
+
+static void fill_entry(mount_t *m, struct fuse_entry_param *e, node_t *n, const struct stat *st) {
+  memset(e, 0, sizeof *e);
+  e->ino = n->ino;
+  e->attr = *st;
+  e->attr.st_ino = n->ino;
+  e->entry_timeout = m->cache_seconds;
+  e->attr_timeout = m->cache_seconds;
+}
+
+/* Answer an entry for `r->name` in `r->ino` with JS's attributes (a lookup, or a new entry). */
+static void answer_entry(req_t *r) {
+  mount_t *m = r->m;
+  node_t *parent = by_ino(m, r->ino);
+  if (!r->fr) { finish(r); return; }
+  node_t *n = parent ? node_get(m, parent, r->name) : NULL;
+  if (!n) { answer(r, parent ? -ENOMEM : -ENOENT); return; }
+  n->nlookup++;
+  node_saw(n, &r->st);
+  struct fuse_entry_param e;
+  fill_entry(m, &e, n, &r->st);
+  /* -ENOENT: the caller was interrupted and the kernel never took the entry. */
+  if (fuse_reply_entry(r->fr, &e) == -ENOENT) node_forget(m, n->ino, 1);
+  r->fr = NULL;
+  finish(r);
+}
+
+/* Release a handle the kernel never got (its open was interrupted or timed out). */
+static void release_unseen(req_t *r) {
+  let_go(r);
+  r->n[0] = (double)r->fi.fh;
+  node_t *n = by_ino(r->m, r->ino);
+  if (n) {
+    n->releasing++;
+    r->releasing = true;
+  }
+  ask(r, OP_RELEASE, K_RELEASE);
+}
+
+/* An open's answer to the kernel, keeping the file's pages when auto_cache says they are current. */
+static void answer_open(req_t *r) {
+  mount_t *m = r->m;
+  node_t *n = by_ino(m, r->ino);
+  if (n) {
+    n->open_count++;
+    r->fi.keep_cache = n->cache_valid;
+    n->cache_valid = true;
+  }
+  if (!r->fr || fuse_reply_open(r->fr, &r->fi) == -ENOENT) {
+    release_unseen(r);
+    return;
+  }
+  r->fr = NULL;
+  finish(r);
+}
+
+static void answer_create(req_t *r) {
+  mount_t *m = r->m;
+  node_t *parent = by_ino(m, r->ino);
+  node_t *n = parent && r->fr ? node_get(m, parent, r->name) : NULL;
+  if (!n) {
+    /* The kernel is gone (timed out), or the node cannot be had: release the handle made. */
+    if (r->fr) fuse_reply_err(r->fr, parent ? ENOMEM : ENOENT);
+    r->ino = 0;
+    release_unseen(r);
+    return;
+  }
+  n->nlookup++;
+  n->open_count++;
+  node_saw(n, &r->st);
+  struct fuse_entry_param e;
+  fill_entry(m, &e, n, &r->st);
+  if (fuse_reply_create(r->fr, &e, &r->fi) == -ENOENT) {
+    node_forget(m, n->ino, 1);
+    r->ino = n->ino;
+    release_unseen(r);
+    return;
+  }
+  r->fr = NULL;
+  finish(r);
+}
+
+/* A listing's entries from `off` into one buffer of `size` bytes; READDIRPLUS entries count as lookups. */
+static void answer_listing(mount_t *m, fuse_req_t fr, fuse_ino_t ino, dir_t *d, size_t size, off_t off, bool plus) {
+  char *buf = malloc(size ? size : 1);
+  if (!buf) { fuse_reply_err(fr, ENOMEM); return; }
+  node_t *dir = by_ino(m, ino);
+  size_t used = 0;
+  for (uint32_t i = (uint32_t)(off < 0 ? 0 : off); i < d->count; i++) {
+    const char *name = d->names[i];
+    struct stat st;
+    if (d->stats) st = d->stats[i]; else memset(&st, 0, sizeof st);
+    st.st_ino = UNKNOWN_INO;
+    size_t need;
+    if (plus) {
+      struct fuse_entry_param e;
+      memset(&e, 0, sizeof e);
+      e.attr = st;
+      bool dots = name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+      /* "." and "..", and entries without attributes: no node (the kernel looks them up itself). */
+      node_t *n = d->stats && !dots && dir ? node_get(m, dir, name) : NULL;
+      if (n) fill_entry(m, &e, n, &st);
+      need = fuse_add_direntry_plus(fr, buf + used, size - used, name, &e, (off_t)i + 1);
+      if (need > size - used) {
+        if (n) node_release(m, n);
+        break;
+      }
+      if (n) {
+        n->nlookup++;
+        node_saw(n, &st);
+      }
+    } else {
+      need = fuse_add_direntry(fr, buf + used, size - used, name, &st, (off_t)i + 1);
+      if (need > size - used) break;
+    }
+    used += need;
+  }
+  fuse_reply_buf(fr, buf, used);
+  free(buf);
+}
+
+/* setattr's next step: mode, owner, size, times, then the attributes to answer. */
+static void setattr_next(req_t *r) {
+  int s = r->to_set;
+  if (s & FUSE_SET_ATTR_MODE) {
+    r->to_set &= ~FUSE_SET_ATTR_MODE;
+    r->n[0] = r->attr.st_mode;
+    ask(r, OP_CHMOD, K_SETATTR);
+    return;
+  }
+  if (s & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+    r->to_set &= ~(FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID);
+    /* (uid_t)-1 / (gid_t)-1 (4294967295) mean "unchanged", as for chown(2). */
+    r->n[0] = (double)(s & FUSE_SET_ATTR_UID ? r->attr.st_uid : (uid_t)-1);
+    r->n[1] = (double)(s & FUSE_SET_ATTR_GID ? r->attr.st_gid : (gid_t)-1);
+    ask(r, OP_CHOWN, K_SETATTR);
+    return;
+  }
+  if (s & FUSE_SET_ATTR_SIZE) {
+    r->to_set &= ~FUSE_SET_ATTR_SIZE;
+    r->n[0] = r->has_fi ? (double)r->fi.fh : 0;
+    r->n[1] = (double)r->attr.st_size;
+    ask(r, r->has_fi ? OP_FTRUNCATE : OP_TRUNCATE, K_SETATTR);
+    return;
+  }
+  int times = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW;
+  if (s & times) {
+    r->to_set &= ~times;
+    /* Only the modification time is stored: nothing to do when it is to be left as it is. */
+    if (s & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) {
+      struct timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      double now_ms_ = (double)now.tv_sec * 1000 + (double)(now.tv_nsec / 1000000);
+      const struct timespec *a = &r->attr.st_atim, *mt = &r->attr.st_mtim;
+      r->n[0] = s & FUSE_SET_ATTR_ATIME_NOW ? now_ms_ : s & FUSE_SET_ATTR_ATIME ? (double)a->tv_sec * 1000 + (double)(a->tv_nsec / 1000000) : -1;
+      r->n[1] = s & FUSE_SET_ATTR_MTIME_NOW ? now_ms_ : (double)mt->tv_sec * 1000 + (double)(mt->tv_nsec / 1000000);
+      ask(r, OP_UTIMENS, K_SETATTR);
+      return;
+    }
+  }
+  ask(r, OP_GETATTR, K_ATTR);
+}
+
+/* An open file's hidden name in the same directory (libfuse's pattern, which JS recognises). */
+static char *hidden_name(mount_t *m, fuse_ino_t ino) {
+  char *s;
+  if (asprintf(&s, ".fuse_hidden%08llx%08llx", (unsigned long long)ino & 0xffffffffull,
+               (unsigned long long)(++m->hidden_seq) & 0xffffffffull) < 0) return NULL;
+  return s;
+}
+
+/* `r`'s release is over for those waiting on it (JS answered, or the kernel stopped waiting). */
+static void stop_releasing(req_t *r) {
+  if (!r->releasing) return;
+  r->releasing = false;
+  node_t *n = by_ino(r->m, r->ino);
+  if (n && n->releasing > 0) n->releasing--;
+}
+
+static void run_parked(mount_t *m);
+
+/* JS answered `code` for the operation `r` asked: what follows. */
+static void advance(req_t *r, int code) {
+  mount_t *m = r->m;
+  switch (r->then) {
+    case K_ERR:
+      answer(r, code);
+      return;
+    case K_ATTR: {
+      if (code < 0 || !r->fr) { answer(r, code); return; }
+      node_t *n = by_ino(m, r->ino);
+      node_saw(n, &r->st);
+      r->st.st_ino = r->ino;
+      fuse_reply_attr(r->fr, &r->st, m->cache_seconds);
+      r->fr = NULL;
+      finish(r);
+      return;
+    }
+    case K_LOOKUP:
+      if (code == -ENOENT && r->fr && m->cache_seconds > 0) {
+        /* A negative entry: the kernel remembers the name is missing for as long as it caches names. */
+        struct fuse_entry_param e;
+        memset(&e, 0, sizeof e);
+        e.entry_timeout = m->cache_seconds;
+        fuse_reply_entry(r->fr, &e);
+        r->fr = NULL;
+        finish(r);
+        return;
+      }
+      /* fall through */
+    case K_NEW_ENTRY:
+      if (code < 0) { answer(r, code); return; }
+      answer_entry(r);
+      return;
+    case K_MADE:
+      if (code < 0) { answer(r, code); return; }
+      if (r->op == OP_SYMLINK || r->op == OP_LINK) {
+        /* Their new entry is the second path. */
+        free(r->path);
+        r->path = r->path2;
+        r->path2 = NULL;
+      }
+      ask(r, OP_GETATTR, K_NEW_ENTRY);
+      return;
+    case K_MKNOD_CREATED:
+      if (code < 0) { answer(r, code); return; }
+      r->n[0] = (double)r->fh;
+      ask(r, OP_RELEASE, K_MKNOD_RELEASED);
+      return;
+    case K_MKNOD_RELEASED:
+      if (code < 0) { answer(r, code); return; }
+      ask(r, OP_GETATTR, K_NEW_ENTRY);
+      return;
+    case K_OPEN: {
+      if (code < 0) { answer(r, code); return; }
+      r->fi.fh = r->fh;
+      /* A read-only close sends no FLUSH, whose only work is committing what a handle wrote. */
+      if ((r->fi.flags & O_ACCMODE) == O_RDONLY) r->fi.noflush = 1;
+      node_t *n = by_ino(m, r->ino);
+      if (r->fr && n && n->cache_valid && now_seconds() - n->stat_updated > m->cache_seconds) {
+        /* Pages cached, attributes not fresh: ask whether the file changed (auto_cache). */
+        ask(r, OP_GETATTR, K_OPEN_ATTR);
+        return;
+      }
+      answer_open(r);
+      return;
+    }
+    case K_OPEN_ATTR: {
+      node_t *n = by_ino(m, r->ino);
+      if (n) {
+        if (code == 0) node_saw(n, &r->st); else n->cache_valid = false;
+      }
+      answer_open(r);
+      return;
+    }
+    case K_CREATE:
+      if (code < 0) { answer(r, code); return; }
+      r->fi.fh = r->fh;
+      if (!r->has_st) {
+        ask(r, OP_GETATTR, K_CREATE_ATTR);
+        return;
+      }
+      answer_create(r);
+      return;
+    case K_CREATE_ATTR:
+      if (code < 0) {
+        if (r->fr) fuse_reply_err(r->fr, -code);
+        r->ino = 0;
+        release_unseen(r);
+        return;
+      }
+      answer_create(r);
+      return;
+    case K_READ:
+      if (code < 0 || !r->fr) { answer(r, code); return; }
+      fuse_reply_buf(r->fr, r->slot ? r->slot->mem : r->data, (size_t)code > r->len ? r->len : (size_t)code);
+      r->fr = NULL;
+      finish(r);
+      return;
+    case K_WRITE:
+      if (code < 0 || !r->fr) { answer(r, code); return; }
+      fuse_reply_write(r->fr, (size_t)code);
+      r->fr = NULL;
+      finish(r);
+      return;
+    case K_LSEEK:
+      if (code < 0 || !r->fr) { answer(r, code); return; }
+      fuse_reply_lseek(r->fr, (off_t)r->fh);
+      r->fr = NULL;
+      finish(r);
+      return;
+    case K_READLINK:
+      if (code < 0 || !r->fr) { answer(r, code); return; }
+      fuse_reply_readlink(r->fr, r->text ? r->text : "");
+      r->fr = NULL;
+      finish(r);
+      return;
+    case K_STATFS:
+      if (code < 0 || !r->fr) { answer(r, code); return; }
+      fuse_reply_statfs(r->fr, &r->sv);
+      r->fr = NULL;
+      finish(r);
+      return;
+    case K_READDIR: {
+      if (code < 0 || !r->fr) { answer(r, code); return; }
+      dir_t *d = (dir_t *)(uintptr_t)r->fi.fh;
+      free_listing(d->names, d->stats, d->count);
+      d->names = r->names;
+      d->stats = r->stats;
+      d->count = r->count;
+      d->loaded = true;
+      r->names = NULL;
+      r->stats = NULL;
+      r->count = 0;
+      answer_listing(m, r->fr, r->ino, d, r->size, r->off, r->plus);
+      r->fr = NULL;
+      finish(r);
+      return;
+    }
+    case K_SETATTR:
+      if (code < 0) { answer(r, code); return; }
+      setattr_next(r);
+      return;
+    case K_RELEASE: {
+      node_t *n = by_ino(m, r->ino);
+      if (n && n->open_count > 0) n->open_count--;
+      if (n && n->hidden && n->open_count == 0) {
+        /* The last handle of a file unlinked while open: its hidden name goes now. */
+        n->hidden = false;
+        char *path = path_of(m, n, NULL);
+        if (path) {
+          free(r->path);
+          r->path = path;
+          r->saved = code;
+          ask(r, OP_UNLINK, K_RELEASE_HIDDEN);
+          return;
+        }
+      }
+      stop_releasing(r);
+      answer(r, code);
+      node_release(m, n);
+      run_parked(m);
+      return;
+    }
+    case K_RELEASE_HIDDEN: {
+      stop_releasing(r);
+      node_t *n = by_ino(m, r->ino);
+      if (code == 0 && n) node_unlink(m, n);
+      else node_release(m, n);
+      answer(r, r->saved);
+      run_parked(m);
+      return;
+    }
+    case K_UNLINK: {
+      node_t *parent = by_ino(m, r->ino);
+      node_t *n = code == 0 && parent ? by_name(m, parent, r->name) : NULL;
+      if (n) node_unlink(m, n);
+      answer(r, code);
+      return;
+    }
+    case K_HIDE_UNLINK: {
+      if (code < 0) { answer(r, code); return; }
+      node_t *parent = by_ino(m, r->ino);
+      node_t *n = parent ? by_name(m, parent, r->name) : NULL;
+      if (n) {
+        node_move(m, n, parent, r->hidden);
+        n->hidden = true;
+        if (n->open_count == 0) {
+          /* Closed meanwhile: the hidden name goes at once. */
+          n->hidden = false;
+          free(r->name);
+          r->name = r->hidden;
+          r->hidden = NULL;
+          free(r->path);
+          r->path = r->path2;
+          r->path2 = NULL;
+          ask(r, OP_UNLINK, K_UNLINK);
+          return;
+        }
+      }
+      answer(r, 0);
+      return;
+    }
+    case K_HIDE_TARGET: {
+      if (code < 0) { answer(r, code); return; }
+      node_t *parent = by_ino(m, r->ino2);
+      node_t *n = parent ? by_name(m, parent, r->name2) : NULL;
+      if (n) {
+        node_move(m, n, parent, r->hidden);
+        n->hidden = true;
+      }
+      /* Now the rename itself: path and path2 were kept aside in text and data. */
+      free(r->path);
+      free(r->path2);
+      r->path = r->text;
+      r->path2 = r->data;
+      r->text = NULL;
+      r->data = NULL;
+      ask(r, OP_RENAME, K_RENAME);
+      return;
+    }
+    case K_RENAME: {
+      if (code == 0) {
+        node_t *from = by_ino(m, r->ino), *to = by_ino(m, r->ino2);
+        node_t *n = from ? by_name(m, from, r->name) : NULL;
+        if (to) {
+          if (n) node_move(m, n, to, r->name2);
+          else {
+            node_t *there = by_name(m, to, r->name2);
+            if (there) node_unlink(m, there);
+          }
+        }
+      }
+      answer(r, code);
+      return;
+    }
+    case K_QUIET:
+    default:
+      finish(r);
+      return;
+  }
+}
+
+/* ------------------------------------------------------------------ operations */
+
+#define MOUNT_OF(fr) ((mount_t *)fuse_req_userdata(fr))
+
+/* A request about node `ino` with its path; NULL (and the kernel answered) when it has none. */
+static req_t *about(fuse_req_t fr, fuse_ino_t ino, const char *child) {
+  mount_t *m = MOUNT_OF(fr);
+  node_t *n = by_ino(m, ino);
+  char *path = n ? path_of(m, n, child) : NULL;
+  if (!path) {
+    fuse_reply_err(fr, n ? ENOMEM : ENOENT);
+    return NULL;
+  }
+  req_t *r = req_new(m, fr);
+  if (!r) {
+    free(path);
+    fuse_reply_err(fr, ENOMEM);
+    return NULL;
+  }
+  r->ino = ino;
+  r->path = path;
+  if (child && !(r->name = strdup(child))) {
+    answer(r, -ENOMEM);
     return NULL;
   }
   return r;
 }
 
-/* req_run's answer when the worker let the request go (it may be freed): return -ETIMEDOUT or -EIO. */
-#define GONE_TIMEOUT (-0x40000001)
-#define GONE_IO (-0x40000002)
-#define GONE(code) ((code) == GONE_TIMEOUT || (code) == GONE_IO)
-#define GONE_ERRNO(code) ((code) == GONE_TIMEOUT ? -ETIMEDOUT : -EIO)
-
-/*
- * Hand the request to JS and wait for the answer. Returns JS's code, with the request still the
- * caller's to read and req_unref; or GONE_TIMEOUT once the mount's timeout passed (unless the
- * caller asked for none: a write over libfuse's own buffer) or GONE_IO when JS cannot be reached,
- * and then the caller must not touch it again.
- */
-static int req_run(req_t *r, int may_time_out) {
-  if (!post(r->m, r)) {
-    req_free(r); /* JS never saw it: both references are ours */
-    return GONE_IO;
+/* A request about an open file: its path when it still has one, "" otherwise. */
+static req_t *about_open(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
+  mount_t *m = MOUNT_OF(fr);
+  req_t *r = req_new(m, fr);
+  if (!r) {
+    fuse_reply_err(fr, ENOMEM);
+    return NULL;
   }
-  if (!may_time_out || r->m->timeout_ms <= 0) {
-    while (sem_wait(&r->done) != 0 && errno == EINTR) {}
-    return r->code;
+  node_t *n = by_ino(m, ino);
+  r->ino = ino;
+  r->path = n ? path_of(m, n, NULL) : NULL;
+  if (fi) {
+    r->fi = *fi;
+    r->has_fi = true;
+    r->n[0] = (double)fi->fh;
   }
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += r->m->timeout_ms / 1000;
-  until.tv_nsec += (long)(r->m->timeout_ms % 1000) * 1000000L;
-  if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
-  for (;;) {
-    if (sem_timedwait(&r->done, &until) == 0) return r->code;
-    if (errno == EINTR) continue;
-    int expected = PENDING;
-    if (atomic_compare_exchange_strong(&r->state, &expected, ABANDONED)) {
-      req_unref(r); /* JS's reply, whenever it comes, frees it */
-      return GONE_TIMEOUT;
-    }
-    /* JS answered just now: its post is on the way. */
-    while (sem_wait(&r->done) != 0 && errno == EINTR) {}
-    return r->code;
+  return r;
+}
+
+static void ll_lookup(fuse_req_t fr, fuse_ino_t parent, const char *name) {
+  req_t *r = about(fr, parent, name);
+  if (r) ask(r, OP_GETATTR, K_LOOKUP);
+}
+
+static void ll_forget(fuse_req_t fr, fuse_ino_t ino, uint64_t nlookup) {
+  node_forget(MOUNT_OF(fr), ino, nlookup);
+  fuse_reply_none(fr);
+}
+
+static void ll_forget_multi(fuse_req_t fr, size_t count, struct fuse_forget_data *forgets) {
+  mount_t *m = MOUNT_OF(fr);
+  for (size_t i = 0; i < count; i++) node_forget(m, forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(fr);
+}
+
+static void ll_getattr(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
+  (void)fi;
+  req_t *r = about(fr, ino, NULL);
+  if (r) ask(r, OP_GETATTR, K_ATTR);
+}
+
+static void ll_setattr(fuse_req_t fr, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
+  req_t *r = about(fr, ino, NULL);
+  if (!r) return;
+  r->attr = *attr;
+  r->to_set = to_set;
+  if (fi) {
+    r->fi = *fi;
+    r->has_fi = true;
   }
+  setattr_next(r);
 }
 
-/*
- * Run `r` (NULL: out of memory) and answer its code; when JS answered 0, `take` first copies the
- * answer to `out` while the request is still held.
- */
-static int ask(req_t *r, void (*take)(const req_t *r, void *out), void *out) {
-  if (!r) return -ENOMEM;
-  int code = req_run(r, 1);
-  if (GONE(code)) return GONE_ERRNO(code);
-  if (code == 0 && take) take(r, out);
-  req_unref(r);
-  return code;
+static void ll_readlink(fuse_req_t fr, fuse_ino_t ino) {
+  req_t *r = about(fr, ino, NULL);
+  if (r) ask(r, OP_READLINK, K_READLINK);
 }
 
-/* Run a request whose answer is its code only. */
-static int simple(req_t *r) { return ask(r, NULL, NULL); }
-
-static void take_stat(const req_t *r, void *out) { *(struct stat *)out = r->st; }
-static void take_statvfs(const req_t *r, void *out) { *(struct statvfs *)out = r->sv; }
-static void take_fh(const req_t *r, void *out) { ((struct fuse_file_info *)out)->fh = r->fh; }
-static void take_created(const req_t *r, void *out) {
-  take_fh(r, out);
-  if (r->has_st) {
-    created.fh = r->fh;
-    created.st = r->st;
-    created.valid = true;
-  }
-}
-/* lseek's answer, an offset, travels in `fh` (64 bits; the code is an int). */
-static void take_offset(const req_t *r, void *out) { *(uint64_t *)out = r->fh; }
-
-/* A readlink's answer into libfuse's buffer: truncated to fit, always terminated. */
-struct text_out { char *buf; size_t size; };
-static void take_text(const req_t *r, void *out) {
-  struct text_out *t = out;
-  const char *text = r->text ? r->text : "";
-  size_t n = strlen(text);
-  if (t->size == 0) return;
-  if (n >= t->size) n = t->size - 1;
-  memcpy(t->buf, text, n);
-  t->buf[n] = '\0';
-}
-
-/* ------------------------------------------------------------------ operations */
-
-static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi) {
-  if (fi && created.valid && created.fh == fi->fh) {
-    *st = created.st;
-    created.valid = false;
-    return 0;
-  }
-  return ask(req_new(OP_GETATTR, path), take_stat, st);
-}
-
-static int op_readlink(const char *path, char *buf, size_t size) {
-  struct text_out out = { buf, size };
-  return ask(req_new(OP_READLINK, path), take_text, &out);
-}
-
-static int op_mknod(const char *path, mode_t mode, dev_t dev) {
-  req_t *r = req_new(OP_MKNOD, path);
-  if (!r) return -ENOMEM;
+static void ll_mknod(fuse_req_t fr, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
+  req_t *r = about(fr, parent, name);
+  if (!r) return;
   r->n[0] = mode;
-  r->n[1] = (double)dev;
-  return simple(r);
-}
-
-static int op_mkdir(const char *path, mode_t mode) {
-  req_t *r = req_new(OP_MKDIR, path);
-  if (!r) return -ENOMEM;
-  r->n[0] = mode;
-  return simple(r);
-}
-
-static int op_unlink(const char *path) { return simple(req_new(OP_UNLINK, path)); }
-static int op_rmdir(const char *path) { return simple(req_new(OP_RMDIR, path)); }
-
-static int two_paths(int op, const char *a, const char *b) {
-  req_t *r = req_new(op, a);
-  if (!r) return -ENOMEM;
-  r->path2 = strdup(b ? b : "");
-  if (!r->path2) {
-    req_free(r);
-    return -ENOMEM;
+  if (S_ISREG(mode)) {
+    /* A regular file: created and closed, as libfuse's high-level layer does (JS's mknod is for special files). */
+    ask(r, OP_CREATE, K_MKNOD_CREATED);
+    return;
   }
-  return simple(r);
+  r->n[1] = (double)rdev;
+  ask(r, OP_MKNOD, K_MADE);
 }
+
+static void ll_mkdir(fuse_req_t fr, fuse_ino_t parent, const char *name, mode_t mode) {
+  req_t *r = about(fr, parent, name);
+  if (!r) return;
+  r->n[0] = mode;
+  ask(r, OP_MKDIR, K_MADE);
+}
+
+/* Whether `name` in `parent` is being released. */
+static bool releasing(mount_t *m, fuse_ino_t parent, const char *name) {
+  node_t *p = by_ino(m, parent);
+  node_t *n = p ? by_name(m, p, name) : NULL;
+  return n && n->releasing > 0;
+}
+
+/* Keep a request until the releases it waits for are over (parked_t); false when out of memory. */
+static bool park(mount_t *m, int op, fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname) {
+  parked_t *p = calloc(1, sizeof *p);
+  if (p) {
+    p->name = strdup(name);
+    p->newname = newname ? strdup(newname) : NULL;
+  }
+  if (!p || !p->name || (newname && !p->newname)) {
+    if (p) { free(p->name); free(p->newname); }
+    free(p);
+    return false;
+  }
+  p->op = op;
+  p->fr = fr;
+  p->parent = parent;
+  p->newparent = newparent;
+  if (m->parked_last) m->parked_last->next = p; else m->parked_first = p;
+  m->parked_last = p;
+  return true;
+}
+
+static void remove_entry(fuse_req_t fr, fuse_ino_t parent, const char *name, int op);
+static void ll_rename(fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
+                      unsigned int flags);
+
+/* Run the parked requests again, in order (each parks again if it still has to wait). */
+static void run_parked(mount_t *m) {
+  parked_t *p = m->parked_first;
+  m->parked_first = m->parked_last = NULL;
+  while (p) {
+    parked_t *next = p->next;
+    if (m->ended) fuse_reply_err(p->fr, EIO);
+    else if (p->op == OP_RENAME) ll_rename(p->fr, p->parent, p->name, p->newparent, p->newname, 0);
+    else remove_entry(p->fr, p->parent, p->name, p->op);
+    free(p->name);
+    free(p->newname);
+    free(p);
+    p = next;
+  }
+}
+
+/* unlink and rmdir. An open file is renamed to a hidden name instead, and unlinked at its last close. */
+static void remove_entry(fuse_req_t fr, fuse_ino_t parent, const char *name, int op) {
+  mount_t *m0 = MOUNT_OF(fr);
+  if (releasing(m0, parent, name) && park(m0, op, fr, parent, name, 0, NULL)) return;
+  req_t *r = about(fr, parent, name);
+  if (!r) return;
+  mount_t *m = r->m;
+  node_t *p = by_ino(m, parent);
+  node_t *n = p ? by_name(m, p, name) : NULL;
+  if (op == OP_UNLINK && n && n->open_count > 0) {
+    r->hidden = hidden_name(m, n->ino);
+    r->path2 = r->hidden ? path_of(m, p, r->hidden) : NULL;
+    if (!r->path2) { answer(r, -ENOMEM); return; }
+    ask(r, OP_RENAME, K_HIDE_UNLINK);
+    return;
+  }
+  ask(r, op, K_UNLINK);
+}
+
+static void ll_unlink(fuse_req_t fr, fuse_ino_t parent, const char *name) { remove_entry(fr, parent, name, OP_UNLINK); }
+static void ll_rmdir(fuse_req_t fr, fuse_ino_t parent, const char *name) { remove_entry(fr, parent, name, OP_RMDIR); }
 
 /* symlink(target, linkpath): JS gets (target, path) in that order, as fuse-native passed them. */
-static int op_symlink(const char *target, const char *path) { return two_paths(OP_SYMLINK, target, path); }
+static void ll_symlink(fuse_req_t fr, const char *target, fuse_ino_t parent, const char *name) {
+  req_t *r = about(fr, parent, name);
+  if (!r) return;
+  r->path2 = r->path;
+  r->path = strdup(target);
+  if (!r->path) { answer(r, -ENOMEM); return; }
+  ask(r, OP_SYMLINK, K_MADE);
+}
 
-static int op_rename(const char *from, const char *to, unsigned int flags) {
+static void ll_link(fuse_req_t fr, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
+  req_t *r = about(fr, newparent, newname);
+  if (!r) return;
+  node_t *n = by_ino(r->m, ino);
+  r->path2 = r->path;
+  r->path = n ? path_of(r->m, n, NULL) : NULL;
+  if (!r->path) { answer(r, -ENOENT); return; }
+  ask(r, OP_LINK, K_MADE);
+}
+
+static void ll_rename(fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
+                      unsigned int flags) {
   /* RENAME_NOREPLACE / RENAME_EXCHANGE are not offered: callers fall back to rename(2). */
-  if (flags) return -EINVAL;
-  return two_paths(OP_RENAME, from, to);
+  if (flags) { fuse_reply_err(fr, EINVAL); return; }
+  mount_t *m0 = MOUNT_OF(fr);
+  if ((releasing(m0, parent, name) || releasing(m0, newparent, newname)) &&
+      park(m0, OP_RENAME, fr, parent, name, newparent, newname)) return;
+  req_t *r = about(fr, parent, name);
+  if (!r) return;
+  mount_t *m = r->m;
+  node_t *np = by_ino(m, newparent);
+  r->ino2 = newparent;
+  r->name2 = strdup(newname);
+  r->path2 = np ? path_of(m, np, newname) : NULL;
+  if (!r->name2 || !r->path2) { answer(r, np ? -ENOMEM : -ENOENT); return; }
+  node_t *target = by_name(m, np, newname);
+  node_t *source = by_ino(m, parent) ? by_name(m, by_ino(m, parent), name) : NULL;
+  if (target && target != source && target->open_count > 0) {
+    /* An open target is hidden first (renamed aside), then the rename replaces nothing. */
+    r->hidden = hidden_name(m, target->ino);
+    char *hidden_path = r->hidden ? path_of(m, np, r->hidden) : NULL;
+    if (!hidden_path) { answer(r, -ENOMEM); return; }
+    /* The rename's own paths wait in text and data (see K_HIDE_TARGET). */
+    r->text = r->path;
+    r->data = r->path2;
+    r->path = strdup(r->data);
+    r->path2 = hidden_path;
+    if (!r->path) { answer(r, -ENOMEM); return; }
+    ask(r, OP_RENAME, K_HIDE_TARGET);
+    return;
+  }
+  ask(r, OP_RENAME, K_RENAME);
 }
 
-static int op_link(const char *from, const char *to) { return two_paths(OP_LINK, from, to); }
+static void ll_open(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
+  req_t *r = about(fr, ino, NULL);
+  if (!r) return;
+  r->fi = *fi;
+  r->n[0] = fi->flags;
+  ask(r, OP_OPEN, K_OPEN);
+}
 
-static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi) {
-  (void)fi;
-  req_t *r = req_new(OP_CHMOD, path);
-  if (!r) return -ENOMEM;
+/* create: JS answers the handle and, optionally, the new file's attributes (else a getattr follows). */
+static void ll_create(fuse_req_t fr, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
+  req_t *r = about(fr, parent, name);
+  if (!r) return;
+  r->fi = *fi;
   r->n[0] = mode;
-  return simple(r);
+  ask(r, OP_CREATE, K_CREATE);
 }
 
-static int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi) {
-  (void)fi;
-  req_t *r = req_new(OP_CHOWN, path);
-  if (!r) return -ENOMEM;
-  /* (uid_t)-1 / (gid_t)-1 (4294967295) mean "unchanged", as for chown(2). */
-  r->n[0] = (double)uid;
-  r->n[1] = (double)gid;
-  return simple(r);
+/* A free pooled buffer (the lowest, so few slots are ever touched), or NULL when all are busy. */
+static slot_t *take_slot(mount_t *m) {
+  for (int i = 0; i < SLOTS; i++) {
+    if (m->slots[i].mem && !m->slots[i].busy) {
+      m->slots[i].busy = true;
+      return &m->slots[i];
+    }
+  }
+  return NULL;
 }
 
-static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi) {
-  req_t *r = req_new(fi ? OP_FTRUNCATE : OP_TRUNCATE, path);
-  if (!r) return -ENOMEM;
-  r->n[0] = fi ? (double)fi->fh : 0;
-  r->n[1] = (double)size;
-  return simple(r);
+/* Give `r` a buffer of `size` bytes: a pooled one when free, else its own. */
+static bool buffer_for(req_t *r, size_t size) {
+  r->len = size;
+  if (size <= SLOT_SIZE && (r->slot = take_slot(r->m))) return true;
+  r->data = malloc(size ? size : 1);
+  return r->data != NULL;
 }
 
+static void ll_read(fuse_req_t fr, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+  req_t *r = about_open(fr, ino, fi);
+  if (!r) return;
+  if (!buffer_for(r, size)) { answer(r, -ENOMEM); return; }
+  r->n[1] = (double)off;
+  ask(r, OP_READ, K_READ);
+}
+
+static void ll_write(fuse_req_t fr, fuse_ino_t ino, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
+  req_t *r = about_open(fr, ino, fi);
+  if (!r) return;
+  /* libfuse's buffer takes the next request as soon as this returns: the bytes are copied. */
+  if (!buffer_for(r, size)) { answer(r, -ENOMEM); return; }
+  memcpy(r->slot ? r->slot->mem : r->data, buf, size);
+  r->n[1] = (double)off;
+  ask(r, OP_WRITE, K_WRITE);
+}
+
+static void ll_flush(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
+  req_t *r = about_open(fr, ino, fi);
+  if (r) ask(r, OP_FLUSH, K_ERR);
+}
+
+static void ll_release(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
+  req_t *r = about_open(fr, ino, fi);
+  if (!r) return;
+  node_t *n = by_ino(r->m, ino);
+  if (n) {
+    n->releasing++;
+    r->releasing = true;
+  }
+  ask(r, OP_RELEASE, K_RELEASE);
+}
+
+static void ll_fsync(fuse_req_t fr, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+  req_t *r = about_open(fr, ino, fi);
+  if (!r) return;
+  r->n[1] = datasync;
+  ask(r, OP_FSYNC, K_ERR);
+}
+
+static void ll_opendir(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
+  (void)ino;
+  dir_t *d = calloc(1, sizeof *d);
+  if (!d) { fuse_reply_err(fr, ENOMEM); return; }
+  fi->fh = (uint64_t)(uintptr_t)d;
+  if (fuse_reply_open(fr, fi) == -ENOENT) free(d);
+}
 
 /*
- * A file opened read-only is opened with FOPEN_NOFLUSH: its close sends no FLUSH, whose only work
- * is committing what a handle wrote (a read-only one cannot), so a program reading many small
- * files waits for two round trips per file (open, then an asynchronous release) instead of three.
+ * A listing: JS lists the directory at offset 0 (a new listing, or rewinddir), and the kernel's
+ * following requests, each one buffer's worth from an offset (entry i is at offset i + 1), are
+ * answered from that listing, so a large directory is not listed once per buffer. With READDIRPLUS
+ * each entry carries the attributes JS gave, as a lookup would: `ls -l`, `find` and file managers
+ * then stat from the kernel's cache instead of asking once per entry.
  */
-static int op_open(const char *path, struct fuse_file_info *fi) {
-  req_t *r = req_new(OP_OPEN, path);
-  if (r) r->n[0] = fi->flags;
-  /* JS answers the new handle's number, kept as the file's fh. */
-  int code = ask(r, take_fh, fi);
-  if (code == 0 && (fi->flags & O_ACCMODE) == O_RDONLY) fi->noflush = 1;
-  return code;
-}
-/* create: JS answers the handle and, optionally, the new file's attributes (see `created`). */
-static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi) {
-  req_t *r = req_new(OP_CREATE, path);
-  if (r) r->n[0] = mode;
-  return ask(r, take_created, fi);
-}
-
-static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
-  req_t *r = req_new(OP_READ, path);
-  if (!r) return -ENOMEM;
-  if (size <= SLOT_SIZE) r->slot = take_slot(r->m);
-  if (!r->slot && !(r->data = malloc(size ? size : 1))) { req_free(r); return -ENOMEM; }
-  r->len = size;
-  r->n[0] = (double)fi->fh;
-  r->n[1] = (double)off;
-  int code = req_run(r, 1);
-  if (GONE(code)) return GONE_ERRNO(code);
-  if (code > 0) memcpy(buf, r->slot ? r->slot->mem : r->data, (size_t)code > size ? size : (size_t)code);
-  if (code > (int)size) code = (int)size;
-  req_unref(r);
-  return code;
+static void list_dir(fuse_req_t fr, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi, bool plus) {
+  dir_t *d = (dir_t *)(uintptr_t)fi->fh;
+  if (off != 0 && d->loaded) {
+    answer_listing(MOUNT_OF(fr), fr, ino, d, size, off, plus);
+    return;
+  }
+  req_t *r = about(fr, ino, NULL);
+  if (!r) return;
+  r->fi = *fi;
+  r->size = size;
+  r->off = off;
+  r->plus = plus;
+  ask(r, OP_READDIR, K_READDIR);
 }
 
-static int op_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
-  req_t *r = req_new(OP_WRITE, path);
-  if (!r) return -ENOMEM;
-  if (size <= SLOT_SIZE) r->slot = take_slot(r->m);
-  if (r->slot) memcpy(r->slot->mem, buf, size);
-  else r->in = buf;
-  r->len = size;
-  r->n[0] = (double)fi->fh;
-  r->n[1] = (double)off;
-  /* Without a slot JS reads libfuse's own buffer, valid only while this thread waits: no timeout. */
-  int code = req_run(r, r->slot != NULL);
-  if (GONE(code)) return GONE_ERRNO(code);
-  req_unref(r);
-  return code;
+static void ll_readdir(fuse_req_t fr, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+  list_dir(fr, ino, size, off, fi, false);
+}
+
+static void ll_readdirplus(fuse_req_t fr, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+  list_dir(fr, ino, size, off, fi, true);
+}
+
+static void ll_releasedir(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
+  (void)ino;
+  dir_t *d = (dir_t *)(uintptr_t)fi->fh;
+  if (d) {
+    free_listing(d->names, d->stats, d->count);
+    free(d);
+  }
+  fuse_reply_err(fr, 0);
+}
+
+/* A directory's fsync (editors after renaming over a file) makes its entries' changes durable. */
+static void ll_fsyncdir(fuse_req_t fr, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+  (void)fi;
+  req_t *r = about(fr, ino, NULL);
+  if (!r) return;
+  r->n[1] = datasync;
+  ask(r, OP_FSYNCDIR, K_ERR);
+}
+
+static void ll_statfs(fuse_req_t fr, fuse_ino_t ino) {
+  req_t *r = about(fr, ino, NULL);
+  if (r) ask(r, OP_STATFS, K_STATFS);
 }
 
 /*
@@ -460,126 +1381,33 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off, s
  * so the bytes never travel to the program and back. JS may copy less than asked (the caller
  * repeats); 0 at the end of the source.
  */
-static ssize_t op_copy_file_range(const char *path_in, struct fuse_file_info *fi_in, off_t off_in, const char *path_out,
-                                  struct fuse_file_info *fi_out, off_t off_out, size_t size, int flags) {
-  if (flags) return -EINVAL;
-  req_t *r = req_new(OP_COPY_FILE_RANGE, path_in);
-  if (!r) return -ENOMEM;
-  r->path2 = strdup(path_out ? path_out : "");
-  if (!r->path2) { req_free(r); return -ENOMEM; }
-  r->n[0] = (double)fi_in->fh;
+static void ll_copy_file_range(fuse_req_t fr, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
+                               fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len, int flags) {
+  if (flags) { fuse_reply_err(fr, EINVAL); return; }
+  req_t *r = about_open(fr, ino_in, fi_in);
+  if (!r) return;
+  node_t *out = by_ino(r->m, ino_out);
+  r->path2 = out ? path_of(r->m, out, NULL) : NULL;
   r->n[1] = (double)off_in;
   r->n[2] = (double)fi_out->fh;
   r->n[3] = (double)off_out;
-  r->len = size > ((size_t)1 << 50) ? ((size_t)1 << 50) : size; /* exact as a double */
-  return simple(r);
+  r->len = len > ((size_t)1 << 50) ? ((size_t)1 << 50) : len; /* exact as a double */
+  ask(r, OP_COPY_FILE_RANGE, K_WRITE);
 }
 
-static int op_statfs(const char *path, struct statvfs *sv) { return ask(req_new(OP_STATFS, path), take_statvfs, sv); }
-
-static int with_fh(int op, const char *path, struct fuse_file_info *fi, double extra) {
-  req_t *r = req_new(op, path);
-  if (!r) return -ENOMEM;
-  r->n[0] = fi ? (double)fi->fh : 0;
-  r->n[1] = extra;
-  return simple(r);
+/* SEEK_DATA and SEEK_HOLE (the kernel answers the other kinds itself): JS answers the offset. */
+static void ll_lseek(fuse_req_t fr, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi) {
+  req_t *r = about_open(fr, ino, fi);
+  if (!r) return;
+  r->n[1] = (double)off;
+  r->n[2] = whence;
+  ask(r, OP_LSEEK, K_LSEEK);
 }
 
-static int op_flush(const char *path, struct fuse_file_info *fi) { return with_fh(OP_FLUSH, path, fi, 0); }
-static int op_release(const char *path, struct fuse_file_info *fi) { return with_fh(OP_RELEASE, path, fi, 0); }
-static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi) { return with_fh(OP_FSYNC, path, fi, datasync); }
-static int op_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi) { return with_fh(OP_FSYNCDIR, path, fi, datasync); }
+static void call_event(mount_t *m, int ev);
 
-/*
- * A directory handle: the listing JS gave at the first readdir (offset 0), served from here for
- * the kernel's following requests, which each take one buffer's worth of entries from an offset
- * (entry i is at offset i + 1). libfuse only passes READDIRPLUS attributes on in this offset mode,
- * and answering every request from one listing keeps a large directory from being listed once per
- * buffer.
- */
-typedef struct dir_s {
-  pthread_mutex_t lock;
-  req_t *list; /* the answered readdir request: names and, when JS gave them, attributes */
-} dir_t;
-
-static int op_opendir(const char *path, struct fuse_file_info *fi) {
-  (void)path;
-  dir_t *d = calloc(1, sizeof *d);
-  if (!d) return -ENOMEM;
-  pthread_mutex_init(&d->lock, NULL);
-  fi->fh = (uint64_t)(uintptr_t)d;
-  return 0;
-}
-
-static int op_releasedir(const char *path, struct fuse_file_info *fi) {
-  (void)path;
-  dir_t *d = (dir_t *)(uintptr_t)fi->fh;
-  if (!d) return 0;
-  if (d->list) req_unref(d->list);
-  pthread_mutex_destroy(&d->lock);
-  free(d);
-  return 0;
-}
-
-/*
- * With READDIRPLUS each entry carries the attributes JS gave, as a lookup would: `ls -l`, `find`
- * and file managers then stat from the kernel's cache instead of asking once per entry.
- */
-static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off, struct fuse_file_info *fi,
-                      enum fuse_readdir_flags flags) {
-  dir_t *d = (dir_t *)(uintptr_t)fi->fh;
-  if (!d) return -EBADF;
-  pthread_mutex_lock(&d->lock);
-  if (off == 0 || !d->list) {
-    /* Offset 0 (a new listing or rewinddir): ask again. */
-    if (d->list) req_unref(d->list);
-    d->list = NULL;
-    req_t *r = req_new(OP_READDIR, path);
-    if (!r) { pthread_mutex_unlock(&d->lock); return -ENOMEM; }
-    int code = req_run(r, 1);
-    if (GONE(code)) { pthread_mutex_unlock(&d->lock); return GONE_ERRNO(code); }
-    if (code != 0) { req_unref(r); pthread_mutex_unlock(&d->lock); return code; }
-    d->list = r;
-  }
-  req_t *r = d->list;
-  enum fuse_fill_dir_flags plus = (flags & FUSE_READDIR_PLUS) && r->stats ? FUSE_FILL_DIR_PLUS : 0;
-  for (uint32_t i = (uint32_t)off; i < r->count; i++) {
-    if (filler(buf, r->names[i], r->stats ? &r->stats[i] : NULL, (off_t)i + 1, plus)) break; /* buffer full */
-  }
-  pthread_mutex_unlock(&d->lock);
-  return 0;
-}
-
-static double ms_of(const struct timespec *t) {
-  if (t->tv_nsec == UTIME_NOW) {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return (double)now.tv_sec * 1000 + (double)(now.tv_nsec / 1000000);
-  }
-  return (double)t->tv_sec * 1000 + (double)(t->tv_nsec / 1000000);
-}
-
-static int op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi) {
-  (void)fi;
-  /* Only the modification time is stored: nothing to do when it is to be left as it is. */
-  if (tv[1].tv_nsec == UTIME_OMIT) return 0;
-  req_t *r = req_new(OP_UTIMENS, path);
-  if (!r) return -ENOMEM;
-  r->n[0] = tv[0].tv_nsec == UTIME_OMIT ? -1 : ms_of(&tv[0]);
-  r->n[1] = ms_of(&tv[1]);
-  return simple(r);
-}
-
-static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
-  mount_t *m = fuse_get_context()->private_data;
-  cfg->entry_timeout = m->cache_seconds;
-  cfg->attr_timeout = m->cache_seconds;
-  cfg->negative_timeout = m->cache_seconds;
-  /* Keep a file's pages across opens while its size and mtime are unchanged (compared at open). */
-  cfg->auto_cache = 1;
-  cfg->kernel_cache = 0;
-  cfg->use_ino = 0;
-  cfg->nullpath_ok = 0;
+static void ll_init(void *userdata, struct fuse_conn_info *conn) {
+  mount_t *m = userdata;
   conn->max_write = 1 << 20;
   /*
    * Behave as libfuse 2 did where the file system relies on it: O_TRUNC comes as a truncate after
@@ -589,51 +1417,39 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
    */
   conn->want &= ~(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_AUTO_INVAL_DATA |
                   FUSE_CAP_READDIRPLUS_AUTO);
-  post_event(m, EV_INIT);
-  return m;
+  call_event(m, EV_INIT);
 }
 
-/* SEEK_DATA and SEEK_HOLE (the kernel answers the other kinds itself): JS answers the offset. */
-static off_t op_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi) {
-  req_t *r = req_new(OP_LSEEK, path);
-  if (!r) return -ENOMEM;
-  r->n[0] = fi ? (double)fi->fh : 0;
-  r->n[1] = (double)off;
-  r->n[2] = whence;
-  uint64_t at = 0;
-  int code = ask(r, take_offset, &at);
-  return code < 0 ? code : (off_t)at;
-}
-
-static const struct fuse_operations ops = {
-  .getattr = op_getattr,
-  .readlink = op_readlink,
-  .mknod = op_mknod,
-  .mkdir = op_mkdir,
-  .unlink = op_unlink,
-  .rmdir = op_rmdir,
-  .symlink = op_symlink,
-  .rename = op_rename,
-  .link = op_link,
-  .chmod = op_chmod,
-  .chown = op_chown,
-  .truncate = op_truncate,
-  .open = op_open,
-  .write = op_write,
-  .statfs = op_statfs,
-  .flush = op_flush,
-  .release = op_release,
-  .fsync = op_fsync,
-  .opendir = op_opendir,
-  .readdir = op_readdir,
-  .releasedir = op_releasedir,
-  .fsyncdir = op_fsyncdir,
-  .init = op_init,
-  .create = op_create,
-  .utimens = op_utimens,
-  .read = op_read,
-  .copy_file_range = op_copy_file_range,
-  .lseek = op_lseek,
+static const struct fuse_lowlevel_ops ll_ops = {
+  .init = ll_init,
+  .lookup = ll_lookup,
+  .forget = ll_forget,
+  .forget_multi = ll_forget_multi,
+  .getattr = ll_getattr,
+  .setattr = ll_setattr,
+  .readlink = ll_readlink,
+  .mknod = ll_mknod,
+  .mkdir = ll_mkdir,
+  .unlink = ll_unlink,
+  .rmdir = ll_rmdir,
+  .symlink = ll_symlink,
+  .rename = ll_rename,
+  .link = ll_link,
+  .open = ll_open,
+  .read = ll_read,
+  .write = ll_write,
+  .flush = ll_flush,
+  .release = ll_release,
+  .fsync = ll_fsync,
+  .opendir = ll_opendir,
+  .readdir = ll_readdir,
+  .readdirplus = ll_readdirplus,
+  .releasedir = ll_releasedir,
+  .fsyncdir = ll_fsyncdir,
+  .statfs = ll_statfs,
+  .create = ll_create,
+  .copy_file_range = ll_copy_file_range,
+  .lseek = ll_lseek,
 };
 
 /* ------------------------------------------------------------------ JS side */
@@ -651,126 +1467,123 @@ static const struct fuse_operations ops = {
     }                                                                           \
   } while (0)
 
-static napi_value num(napi_env env, double v) {
-  napi_value out;
-  napi_create_double(env, v, &out);
-  return out;
-}
-
-static napi_value str(napi_env env, const char *s) {
-  napi_value out;
-  napi_create_string_utf8(env, s, NAPI_AUTO_LENGTH, &out);
-  return out;
-}
-
-/*
- * The JS side gives up on a request it holds (JS cannot be called, or it threw): answer EIO unless
- * JS already answered, and let go of the JS side's reference exactly once.
- */
-static void fail_from_js(req_t *r) {
-  r->code = -EIO;
-  int expected = PENDING;
-  if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) {
-    sem_post(&r->done);
-    req_unref(r);
-  } else if (expected == ABANDONED) {
-    if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) req_unref(r);
-  } /* REPLIED: JS answered and let go already */
-}
-
-static void on_closed(uv_handle_t *handle);
-
-/* One queued request or event, on the JS thread (inside on_async's scopes). */
-static void dispatch_one(napi_env env, req_t *r) {
-  mount_t *m = r->m;
-  napi_value undefined, fn;
+/* events(ev), on the JS thread (inside a callback scope: the caller's, or one opened here). */
+static void call_event(mount_t *m, int ev) {
+  napi_env env = m->env;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return;
+  napi_value fn, undefined;
   napi_get_undefined(env, &undefined);
-  if (r->op < 0) {
-    int ev = -r->op;
-    req_unref(r);
-    /* Detached: what is still open in the mount must not keep the process alive. */
-    if (ev == EV_DETACHED || ev == EV_EXIT) uv_unref((uv_handle_t *)&m->async);
-    if (napi_get_reference_value(env, m->events, &fn) == napi_ok && fn) {
-      napi_value argv[1] = { num(env, ev) };
-      if (napi_call_function(env, undefined, fn, 1, argv, NULL) != napi_ok) {
-        /* Not left pending: the rest of the batch must still reach JS. */
-        bool pending;
-        napi_is_exception_pending(env, &pending);
-        if (pending) { napi_value e; napi_get_and_clear_last_exception(env, &e); }
-      }
-    }
-    if (ev == EV_EXIT) {
-      /* The loop's last word: nothing is queued after it; the handle can go. */
-      pthread_mutex_lock(&m->lock);
-      m->closed = 1;
-      pthread_mutex_unlock(&m->lock);
-      uv_close((uv_handle_t *)&m->async, on_closed);
-    }
-    return;
+  if (napi_get_reference_value(env, m->events, &fn) == napi_ok && fn) {
+    napi_value argv[1] = { num(env, ev) };
+    if (napi_call_function(env, undefined, fn, 1, argv, NULL) != napi_ok) clear_exception(env);
   }
-  if (napi_get_reference_value(env, m->dispatch, &fn) != napi_ok || !fn) {
-    fail_from_js(r);
-    return;
-  }
-  /*
-   * dispatch(req, op, path, path2, n0, n1, buffer, length, n2, n3); for the operations that make
-   * an entry (which have no n2 or n3), n2 and n3 are the caller's uid and gid.
-   */
-  bool makes = r->op == OP_CREATE || r->op == OP_MKDIR || r->op == OP_SYMLINK || r->op == OP_MKNOD;
-  napi_value argv[10];
-  napi_create_external(env, r, NULL, NULL, &argv[0]);
-  argv[1] = num(env, r->op);
-  argv[2] = str(env, r->path);
-  argv[3] = r->path2 ? str(env, r->path2) : undefined;
-  argv[4] = num(env, r->n[0]);
-  argv[5] = num(env, r->n[1]);
-  argv[6] = undefined;
-  argv[7] = num(env, (double)r->len);
-  argv[8] = num(env, makes ? (double)r->uid : r->n[2]);
-  argv[9] = num(env, makes ? (double)r->gid : r->n[3]);
-  napi_status made = napi_ok;
-  if (r->op == OP_READ || r->op == OP_WRITE) {
-    /* A slot's whole Buffer (JS reads or fills `length` bytes of it), or one over this request's bytes. */
-    made = r->slot ? napi_get_reference_value(env, r->slot->ref, &argv[6])
-                   : napi_create_external_buffer(env, r->len, r->op == OP_READ ? (void *)r->data : (void *)r->in, NULL, NULL, &argv[6]);
-  }
-  napi_value result;
-  if (made != napi_ok || napi_call_function(env, undefined, fn, 10, argv, &result) != napi_ok) {
-    bool pending;
-    napi_is_exception_pending(env, &pending);
-    if (pending) { napi_value e; napi_get_and_clear_last_exception(env, &e); }
-    fail_from_js(r);
-  }
+  napi_close_handle_scope(env, scope);
 }
 
-/*
- * The JS thread's side of the queue: everything queued so far, in order, inside one callback scope
- * (so promise jobs and process.nextTick callbacks run once the batch is through, as for any I/O).
- */
-static void on_async(uv_async_t *handle) {
-  mount_t *m = handle->data;
-  pthread_mutex_lock(&m->qlock);
-  req_t *r = m->qhead;
-  m->qhead = m->qtail = NULL;
-  pthread_mutex_unlock(&m->qlock);
-  if (!r) return;
+/* Run `fn(m)` inside a callback scope, so promise jobs and nextTicks run once it is through. */
+static void in_scope(mount_t *m, void (*fn)(mount_t *m)) {
   napi_env env = m->env;
   napi_handle_scope scope;
   napi_callback_scope cb_scope;
   napi_value resource;
   if (napi_open_handle_scope(env, &scope) != napi_ok) return;
-  bool in_scope = napi_get_reference_value(env, m->resource, &resource) == napi_ok &&
-                  napi_open_callback_scope(env, resource, m->actx, &cb_scope) == napi_ok;
-  while (r) {
-    req_t *next = r->next; /* r may be freed by the time it returns */
-    napi_handle_scope each;
-    bool own = napi_open_handle_scope(env, &each) == napi_ok;
-    dispatch_one(env, r);
-    if (own) napi_close_handle_scope(env, each);
-    r = next;
-  }
-  if (in_scope) napi_close_callback_scope(env, cb_scope);
+  bool opened = napi_get_reference_value(env, m->resource, &resource) == napi_ok &&
+                napi_open_callback_scope(env, resource, m->actx, &cb_scope) == napi_ok;
+  fn(m);
+  if (opened) napi_close_callback_scope(env, cb_scope);
   napi_close_handle_scope(env, scope);
+}
+
+static void on_closed(uv_handle_t *handle);
+static void env_cleanup(void *arg);
+
+static void close_handle(mount_t *m, uv_handle_t *h, bool *open) {
+  if (!*open) return;
+  *open = false;
+  uv_close(h, on_closed);
+}
+
+/* The connection is over: answer what waits, close the session, tell JS (events(2)), close the handles. */
+static void end_session(mount_t *m) {
+  if (m->ended) return;
+  m->ended = true;
+  close_handle(m, (uv_handle_t *)&m->poll, &m->poll_open);
+  close_handle(m, (uv_handle_t *)&m->timer, &m->timer_open);
+  for (req_t *r = m->first, *next; r; r = next) {
+    next = r->next;
+    fuse_reply_err(r->fr, EIO); /* into a closed connection: frees libfuse's request */
+    let_go(r);
+  }
+  run_parked(m); /* m->ended: each answered EIO */
+  fuse_session_unmount(m->se);
+  fuse_session_destroy(m->se);
+  m->se = NULL;
+  free(m->buf.mem);
+  m->buf.mem = NULL;
+  call_event(m, EV_EXIT);
+  pthread_mutex_lock(&m->lock);
+  m->closed = 1;
+  pthread_mutex_unlock(&m->lock);
+  close_handle(m, (uv_handle_t *)&m->async, &m->async_open);
+}
+
+/* Read and process what the kernel sent, up to BATCH requests. */
+static void serve(mount_t *m) {
+  for (int i = 0; i < BATCH && !m->ended; i++) {
+    int res = fuse_session_receive_buf(m->se, &m->buf);
+    if (res == -EAGAIN) return;
+    if (res == -EINTR) continue;
+    if (res <= 0) {
+      /* 0: unmounted (ENODEV); below: the connection failed. */
+      end_session(m);
+      return;
+    }
+    fuse_session_process_buf(m->se, &m->buf);
+    if (fuse_session_exited(m->se)) end_session(m);
+  }
+}
+
+static void on_readable(uv_poll_t *handle, int status, int events) {
+  (void)events;
+  mount_t *m = handle->data;
+  if (status < 0) {
+    in_scope(m, end_session);
+    return;
+  }
+  in_scope(m, serve);
+}
+
+/* Requests JS has not answered within the mount's timeout: ETIMEDOUT (JS's late answer is dropped). */
+static void on_timer(uv_timer_t *handle) {
+  mount_t *m = handle->data;
+  uint64_t now = now_ms();
+  bool released = false;
+  while (m->first && m->first->deadline <= now) {
+    req_t *r = m->first;
+    fuse_reply_err(r->fr, ETIMEDOUT);
+    let_go(r);
+    /* A release the kernel gave up on keeps nothing waiting any more. */
+    released |= r->releasing;
+    stop_releasing(r);
+  }
+  if (released && m->parked_first) in_scope(m, run_parked);
+}
+
+static void tell_detached(mount_t *m) { call_event(m, EV_DETACHED); }
+
+/* The detach thread is done. */
+static void on_async(uv_async_t *handle) {
+  mount_t *m = handle->data;
+  pthread_mutex_lock(&m->lock);
+  bool detached = m->detached;
+  m->detached = 0;
+  pthread_mutex_unlock(&m->lock);
+  if (!detached) return;
+  /* What is still open in the mount must not keep the process alive. */
+  if (m->poll_open) uv_unref((uv_handle_t *)&m->poll);
+  if (m->async_open) uv_unref((uv_handle_t *)&m->async);
+  in_scope(m, tell_detached);
 }
 
 static bool get_prop(napi_env env, napi_value obj, const char *name, double *out) {
@@ -786,8 +1599,6 @@ static bool get_prop(napi_env env, napi_value obj, const char *name, double *out
  * blksize, blocks, atime, mtime, ctime (times in ms since the epoch). One typed array per answer
  * costs one call here, where an object's eleven properties cost thirty-odd.
  */
-#define STAT_FIELDS 10
-
 static void fill_stat(const double *v, struct stat *st) {
   memset(st, 0, sizeof *st);
   st->st_mode = (mode_t)v[0];
@@ -826,7 +1637,84 @@ static char *dup_string(napi_env env, napi_value v) {
   return s;
 }
 
-/* reply(req, code, value?, extra?): store the answer and wake the waiting worker thread. */
+/* JS's answer's values, by the operation asked; the code it leads to (-EIO for a malformed answer). */
+static int take_answer(napi_env env, req_t *r, int c, size_t argc, napi_value *argv) {
+  napi_valuetype t = napi_undefined;
+  if (argc > 2) napi_typeof(env, argv[2], &t);
+  if (c < 0) return c;
+  switch (r->op) {
+    case OP_GETATTR: {
+      const double *v = t == napi_object ? packed_stats(env, argv[2], 1) : NULL;
+      if (!v) return -EIO;
+      fill_stat(v, &r->st);
+      return c;
+    }
+    case OP_STATFS: {
+      if (t != napi_object) return -EIO;
+      double v;
+      memset(&r->sv, 0, sizeof r->sv);
+      if (get_prop(env, argv[2], "bsize", &v)) r->sv.f_bsize = (unsigned long)v;
+      if (get_prop(env, argv[2], "frsize", &v)) r->sv.f_frsize = (unsigned long)v;
+      if (get_prop(env, argv[2], "blocks", &v)) r->sv.f_blocks = (fsblkcnt_t)v;
+      if (get_prop(env, argv[2], "bfree", &v)) r->sv.f_bfree = (fsblkcnt_t)v;
+      if (get_prop(env, argv[2], "bavail", &v)) r->sv.f_bavail = (fsblkcnt_t)v;
+      if (get_prop(env, argv[2], "files", &v)) r->sv.f_files = (fsfilcnt_t)v;
+      if (get_prop(env, argv[2], "ffree", &v)) r->sv.f_ffree = (fsfilcnt_t)v;
+      if (get_prop(env, argv[2], "favail", &v)) r->sv.f_favail = (fsfilcnt_t)v;
+      if (get_prop(env, argv[2], "fsid", &v)) r->sv.f_fsid = (unsigned long)v;
+      if (get_prop(env, argv[2], "flag", &v)) r->sv.f_flag = (unsigned long)v;
+      if (get_prop(env, argv[2], "namemax", &v)) r->sv.f_namemax = (unsigned long)v;
+      return c;
+    }
+    case OP_OPEN:
+    case OP_CREATE:
+    case OP_LSEEK: {
+      /* A handle's number, or lseek's offset. */
+      double fh = 0;
+      if (t == napi_number) napi_get_value_double(env, argv[2], &fh);
+      r->fh = (uint64_t)fh;
+      napi_valuetype t3 = napi_undefined;
+      if (r->op == OP_CREATE && argc > 3 && napi_typeof(env, argv[3], &t3) == napi_ok && t3 == napi_object) {
+        const double *v = packed_stats(env, argv[3], 1);
+        if (v) {
+          fill_stat(v, &r->st);
+          r->has_st = true;
+        }
+      }
+      return c;
+    }
+    case OP_READLINK:
+      if (t != napi_string) return -EIO;
+      free(r->text);
+      r->text = dup_string(env, argv[2]);
+      return r->text ? c : -ENOMEM;
+    case OP_READDIR: {
+      bool is_array = false;
+      if (t == napi_object) napi_is_array(env, argv[2], &is_array);
+      if (!is_array) return -EIO;
+      uint32_t n;
+      napi_get_array_length(env, argv[2], &n);
+      /* The entries' attributes, packed (all of them or none). */
+      const double *stats = argc > 3 ? packed_stats(env, argv[3], n) : NULL;
+      r->names = calloc(n ? n : 1, sizeof *r->names);
+      if (stats) r->stats = calloc(n ? n : 1, sizeof *r->stats);
+      if (!r->names || (stats && !r->stats)) return -ENOMEM;
+      for (uint32_t i = 0; i < n; i++) {
+        napi_value v;
+        napi_get_element(env, argv[2], i, &v);
+        r->names[i] = dup_string(env, v);
+        if (!r->names[i]) return -EIO;
+        r->count = i + 1;
+        if (stats) fill_stat(stats + (size_t)i * STAT_FIELDS, &r->stats[i]);
+      }
+      return c;
+    }
+    default:
+      return c;
+  }
+}
+
+/* reply(req, code, value?, extra?): JS's answer to the operation last asked; what follows runs now. */
 static napi_value js_reply(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   napi_value argv[4];
@@ -836,130 +1724,57 @@ static napi_value js_reply(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "reply(req, code, value?)");
     return NULL;
   }
-  if (atomic_load(&r->state) != PENDING) {
-    /* Answered twice, or after the worker gave up: nothing to do but let go once. */
-    if (atomic_load(&r->state) == ABANDONED) {
-      int expected = ABANDONED;
-      /* Mark it so a third call does not drop another reference. */
-      if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) req_unref(r);
-    }
-    return NULL;
-  }
+  if (!r->js_pending) return NULL; /* answered twice: the first answer stands */
+  r->js_pending = false;
   double code;
   if (napi_get_value_double(env, argv[1], &code) != napi_ok) code = -EIO;
-  int c = (int)code;
-  napi_valuetype t = napi_undefined;
-  if (argc > 2) napi_typeof(env, argv[2], &t);
-  if (c >= 0) {
-    switch (r->op) {
-      case OP_GETATTR: {
-        const double *v = t == napi_object ? packed_stats(env, argv[2], 1) : NULL;
-        if (v) fill_stat(v, &r->st); else c = -EIO;
-        break;
+  int c = take_answer(env, r, (int)code, argc, argv);
+  r->busy++;
+  advance(r, c);
+  r->busy--;
+  if (r->dead && r->busy == 0) req_free(r);
+  return NULL;
+}
+
+static void mount_unref(mount_t *m) {
+  if (atomic_fetch_sub(&m->refs, 1) != 1) return;
+  for (int i = 0; i < SLOTS; i++) free(m->slots[i].mem);
+  if (m->by_ino.buckets) {
+    for (size_t i = 0; i < m->by_ino.size; i++) {
+      for (node_t *n = m->by_ino.buckets[i], *next; n; n = next) {
+        next = n->ino_next;
+        free(n->name);
+        free(n);
       }
-      case OP_STATFS:
-        if (t == napi_object) {
-          double v;
-          memset(&r->sv, 0, sizeof r->sv);
-          if (get_prop(env, argv[2], "bsize", &v)) r->sv.f_bsize = (unsigned long)v;
-          if (get_prop(env, argv[2], "frsize", &v)) r->sv.f_frsize = (unsigned long)v;
-          if (get_prop(env, argv[2], "blocks", &v)) r->sv.f_blocks = (fsblkcnt_t)v;
-          if (get_prop(env, argv[2], "bfree", &v)) r->sv.f_bfree = (fsblkcnt_t)v;
-          if (get_prop(env, argv[2], "bavail", &v)) r->sv.f_bavail = (fsblkcnt_t)v;
-          if (get_prop(env, argv[2], "files", &v)) r->sv.f_files = (fsfilcnt_t)v;
-          if (get_prop(env, argv[2], "ffree", &v)) r->sv.f_ffree = (fsfilcnt_t)v;
-          if (get_prop(env, argv[2], "favail", &v)) r->sv.f_favail = (fsfilcnt_t)v;
-          if (get_prop(env, argv[2], "fsid", &v)) r->sv.f_fsid = (unsigned long)v;
-          if (get_prop(env, argv[2], "flag", &v)) r->sv.f_flag = (unsigned long)v;
-          if (get_prop(env, argv[2], "namemax", &v)) r->sv.f_namemax = (unsigned long)v;
-        } else c = -EIO;
-        break;
-      case OP_OPEN:
-      case OP_CREATE:
-      case OP_LSEEK: {
-        double fh = 0;
-        if (t == napi_number) napi_get_value_double(env, argv[2], &fh);
-        r->fh = (uint64_t)fh;
-        napi_valuetype t3 = napi_undefined;
-        if (r->op == OP_CREATE && argc > 3 && napi_typeof(env, argv[3], &t3) == napi_ok && t3 == napi_object) {
-          const double *v = packed_stats(env, argv[3], 1);
-          if (v) {
-            fill_stat(v, &r->st);
-            r->has_st = true;
-          }
-        }
-        break;
-      }
-      case OP_READLINK:
-        if (t == napi_string) { r->text = dup_string(env, argv[2]); if (!r->text) c = -ENOMEM; } else c = -EIO;
-        break;
-      case OP_READDIR: {
-        bool is_array = false;
-        if (t == napi_object) napi_is_array(env, argv[2], &is_array);
-        if (!is_array) { c = -EIO; break; }
-        uint32_t n;
-        napi_get_array_length(env, argv[2], &n);
-        /* The entries' attributes, packed (all of them or none). */
-        const double *stats = argc > 3 ? packed_stats(env, argv[3], n) : NULL;
-        bool have_stats = stats != NULL;
-        r->names = calloc(n ? n : 1, sizeof *r->names);
-        if (have_stats) r->stats = calloc(n ? n : 1, sizeof *r->stats);
-        if (!r->names || (have_stats && !r->stats)) { c = -ENOMEM; break; }
-        for (uint32_t i = 0; i < n; i++) {
-          napi_value v;
-          napi_get_element(env, argv[2], i, &v);
-          r->names[i] = dup_string(env, v);
-          if (!r->names[i]) { c = -EIO; break; }
-          r->count = i + 1;
-          if (have_stats) {
-            fill_stat(stats + (size_t)i * STAT_FIELDS, &r->stats[i]);
-            /*
-             * libfuse numbers every entry but "." and ".." itself (the node id); those two keep this
-             * one, and readdir(3) skips an entry whose inode number is 0.
-             */
-            r->stats[i].st_ino = 0xffffffff;
-          }
-        }
-        break;
-      }
-      default:
-        break;
     }
   }
-  r->code = c;
-  int expected = PENDING;
-  if (atomic_compare_exchange_strong(&r->state, &expected, REPLIED)) {
-    sem_post(&r->done);
-    req_unref(r);
-  } else {
-    req_unref(r); /* abandoned meanwhile: the worker let go already */
+  free(m->by_ino.buckets);
+  free(m->by_name.buckets);
+  pthread_mutex_destroy(&m->lock);
+  free(m->dir);
+  free(m);
+}
+
+/* A handle is closed; with the last, let go of what JS held for the mount. */
+static void on_closed(uv_handle_t *handle) {
+  mount_t *m = handle->data;
+  if (--m->open_handles > 0) return;
+  if (m->env_gone) {
+    /* The environment is going (its references go with it), or the mount was never made. */
+    mount_unref(m);
+    return;
   }
-  return NULL;
-}
-
-/* Signals are Node's to take, on its own thread: none on the threads started here (nor theirs). */
-static void block_signals(void) {
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, NULL);
-}
-
-static void *loop_main(void *arg) {
-  mount_t *m = arg;
-  block_signals();
-  struct fuse_loop_config *cfg = fuse_loop_cfg_create();
-  fuse_loop_cfg_set_clone_fd(cfg, 0);
-  fuse_loop_cfg_set_max_threads(cfg, 64);
-  fuse_loop_cfg_set_idle_threads(cfg, 8);
-  fuse_loop_mt(m->fuse, cfg);
-  fuse_loop_cfg_destroy(cfg);
-  fuse_unmount(m->fuse);
-  fuse_destroy(m->fuse);
-  m->fuse = NULL;
-  /* The JS thread closes the async handle when it takes this event (or Node is exiting). */
-  post_event(m, EV_EXIT);
-  mount_unref(m); /* the loop's own reference */
-  return NULL;
+  napi_env env = m->env;
+  napi_remove_env_cleanup_hook(env, env_cleanup, m);
+  for (int i = 0; i < SLOTS; i++) {
+    if (m->slots[i].ref) napi_delete_reference(env, m->slots[i].ref);
+    m->slots[i].ref = NULL;
+  }
+  napi_delete_reference(env, m->dispatch);
+  napi_delete_reference(env, m->events);
+  napi_delete_reference(env, m->resource);
+  napi_async_destroy(env, m->actx);
+  mount_unref(m);
 }
 
 /* The JS handle was collected. */
@@ -969,47 +1784,26 @@ static void mount_finalize(napi_env env, void *data, void *hint) {
 }
 
 /*
- * Node is tearing the environment down (the process exits, perhaps while a mount's threads still
- * run): from now on they must not queue or signal, and the mount stays allocated for them (a
- * reference never given back); queued requests stay unanswered (their workers time out, or the
- * process is gone first).
+ * Node is tearing the environment down (the process exits, perhaps with the mount alive): nothing
+ * may call JS or signal the handles any more; the mount stays allocated (a reference never given
+ * back), the kernel ends the connection when the process is gone.
  */
 static void env_cleanup(void *arg) {
   mount_t *m = arg;
   pthread_mutex_lock(&m->lock);
-  bool was_closed = m->closed;
   m->env_gone = 1;
   m->closed = 1;
   pthread_mutex_unlock(&m->lock);
   atomic_fetch_add(&m->refs, 1);
-  if (!was_closed) uv_close((uv_handle_t *)&m->async, NULL);
-}
-
-/* The async handle is closed (after the loop's exit event): let go of what JS held for the mount. */
-static void on_closed(uv_handle_t *handle) {
-  mount_t *m = handle->data;
-  napi_env env = m->env;
-  /* Events queued after the last batch was taken (a detach's, racing the loop's end): dropped. */
-  for (req_t *r = m->qhead, *next; r; r = next) {
-    next = r->next;
-    if (r->op > 0) fail_from_js(r); else req_unref(r);
-  }
-  m->qhead = m->qtail = NULL;
-  napi_remove_env_cleanup_hook(env, env_cleanup, m);
-  for (int i = 0; i < SLOTS; i++) {
-    if (m->slots[i].ref) napi_delete_reference(env, m->slots[i].ref);
-  }
-  napi_delete_reference(env, m->dispatch);
-  napi_delete_reference(env, m->events);
-  napi_delete_reference(env, m->resource);
-  napi_async_destroy(env, m->actx);
-  mount_unref(m);
+  close_handle(m, (uv_handle_t *)&m->poll, &m->poll_open);
+  close_handle(m, (uv_handle_t *)&m->timer, &m->timer_open);
+  close_handle(m, (uv_handle_t *)&m->async, &m->async_open);
 }
 
 /*
  * mount(dir, args: string[], cacheSeconds, timeoutMs, dispatch, events) → handle.
- * Mounts synchronously (fuse_mount) and starts serving on a thread of its own; `events(1)` once the
- * kernel's INIT is answered, `events(2)` once the loop has ended and the connection is closed.
+ * Mounts synchronously and serves on this (the JS) thread from then on; `events(1)` once the
+ * kernel's INIT is answered, `events(2)` once the connection has ended.
  */
 static napi_value js_mount(napi_env env, napi_callback_info info) {
   size_t argc = 6;
@@ -1028,43 +1822,57 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   }
   mount_t *m = calloc(1, sizeof *m);
   char **args = calloc(nargs + 2, sizeof *args);
+  node_t *root = calloc(1, sizeof *root);
   if (m) m->dir = dup_string(env, argv[0]);
-  if (!m || !args || !m->dir) {
-    if (m) free(m->dir);
+  if (!m || !args || !root || !m->dir || !table_init(&m->by_ino) || !table_init(&m->by_name)) {
+    if (m) {
+      free(m->dir);
+      free(m->by_ino.buckets);
+      free(m->by_name.buckets);
+    }
     free(m);
     free(args);
+    free(root);
     napi_throw_error(env, "ENOMEM", "out of memory");
     return NULL;
   }
   m->cache_seconds = cache_seconds;
   m->timeout_ms = (int)timeout;
+  m->env = env;
+  pthread_mutex_init(&m->lock, NULL);
+  root->ino = FUSE_ROOT_ID;
+  root->nlookup = 1;
+  m->root = root;
+  ino_insert(m, root);
+  m->next_ino = FUSE_ROOT_ID + 1;
+  atomic_init(&m->refs, 1); /* the JS handle, once made; freed through mount_unref from here on */
   args[0] = strdup("svc");
   for (uint32_t i = 0; i < nargs; i++) {
     napi_value v;
     if (napi_get_element(env, argv[1], i, &v) == napi_ok) args[i + 1] = dup_string(env, v);
   }
   struct fuse_args fargs = FUSE_ARGS_INIT((int)nargs + 1, args);
-  m->fuse = fuse_new(&fargs, &ops, sizeof ops, m);
+  m->se = fuse_session_new(&fargs, &ll_ops, sizeof ll_ops, m);
   fuse_opt_free_args(&fargs);
   for (uint32_t i = 0; i <= nargs; i++) free(args[i]);
   free(args);
-  if (!m->fuse) {
-    free(m->dir);
-    free(m);
+  if (!m->se) {
+    mount_unref(m);
     napi_throw_error(env, "EINVAL", "libfuse refused the mount options");
     return NULL;
   }
-  if (fuse_mount(m->fuse, m->dir) != 0) {
-    fuse_destroy(m->fuse);
-    free(m->dir);
-    free(m);
+  if (fuse_session_mount(m->se, m->dir) != 0) {
+    fuse_session_destroy(m->se);
+    mount_unref(m);
     napi_throw_error(env, "EMOUNT", "libfuse could not mount (is /dev/fuse usable and fusermount3 installed?)");
     return NULL;
   }
+  int fd = fuse_session_fd(m->se);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   for (int i = 0; i < SLOTS; i++) {
     napi_value buf;
     char *mem = malloc(SLOT_SIZE); /* untouched pages cost no memory until a request uses them */
-    /* A slot that cannot be made is left out: its requests get Buffers of their own. */
+    /* A slot that cannot be made is left out: its requests get buffers of their own. */
     if (!mem) break;
     if (napi_create_external_buffer(env, SLOT_SIZE, mem, NULL, NULL, &buf) != napi_ok ||
         napi_create_reference(env, buf, 1, &m->slots[i].ref) != napi_ok) {
@@ -1073,11 +1881,6 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
     }
     m->slots[i].mem = mem;
   }
-  /* The JS handle, the async handle until closed, the loop thread. */
-  atomic_init(&m->refs, 3);
-  pthread_mutex_init(&m->lock, NULL);
-  pthread_mutex_init(&m->qlock, NULL);
-  m->env = env;
   uv_loop_t *loop = NULL;
   napi_value resource, name = str(env, "svc-fuse3");
   bool ready = napi_create_reference(env, argv[4], 1, &m->dispatch) == napi_ok &&
@@ -1086,42 +1889,58 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
                napi_create_reference(env, resource, 1, &m->resource) == napi_ok &&
                napi_async_init(env, resource, name, &m->actx) == napi_ok &&
                napi_get_uv_event_loop(env, &loop) == napi_ok &&
-               uv_async_init(loop, &m->async, on_async) == 0;
+               uv_poll_init(loop, &m->poll, fd) == 0;
+  if (ready) {
+    m->poll_open = true;
+    m->poll.data = m;
+    ready = uv_timer_init(loop, &m->timer) == 0;
+  }
+  if (ready) {
+    m->timer_open = true;
+    m->timer.data = m;
+    ready = uv_async_init(loop, &m->async, on_async) == 0;
+  }
+  if (ready) {
+    m->async_open = true;
+    m->async.data = m;
+  }
+  napi_value handle;
+  if (ready) ready = napi_create_external(env, m, mount_finalize, NULL, &handle) == napi_ok;
   if (!ready) {
-    fuse_unmount(m->fuse);
-    fuse_destroy(m->fuse);
+    fuse_session_unmount(m->se);
+    fuse_session_destroy(m->se);
+    m->se = NULL;
+    for (int i = 0; i < SLOTS; i++) if (m->slots[i].ref) napi_delete_reference(env, m->slots[i].ref);
     if (m->dispatch) napi_delete_reference(env, m->dispatch);
     if (m->events) napi_delete_reference(env, m->events);
     if (m->resource) napi_delete_reference(env, m->resource);
     if (m->actx) napi_async_destroy(env, m->actx);
-    for (int i = 0; i < SLOTS; i++) if (m->slots[i].ref) napi_delete_reference(env, m->slots[i].ref);
-    atomic_store(&m->refs, 1);
+    /* The handles made are closed, holding a reference until then (env_gone: no JS side left). */
+    m->env_gone = 1;
+    m->open_handles = (int)m->poll_open + (int)m->timer_open + (int)m->async_open;
+    if (m->open_handles > 0) atomic_fetch_add(&m->refs, 1);
+    close_handle(m, (uv_handle_t *)&m->poll, &m->poll_open);
+    close_handle(m, (uv_handle_t *)&m->timer, &m->timer_open);
+    close_handle(m, (uv_handle_t *)&m->async, &m->async_open);
     mount_unref(m);
-    napi_throw_error(env, "EAGAIN", "cannot set up the mount's hand-over to JS");
+    napi_throw_error(env, "EAGAIN", "cannot set up the mount on the JS thread");
     return NULL;
   }
-  m->async.data = m;
-  /* Without the hook a process exiting with the mount alive could crash on the way out; mount anyway. */
-  napi_add_env_cleanup_hook(env, env_cleanup, m);
-  napi_value handle;
-  if (napi_create_external(env, m, mount_finalize, NULL, &handle) != napi_ok) {
-    atomic_fetch_sub(&m->refs, 1); /* no JS handle */
-    goto no_thread;
+  /* The JS handle (already counted) and the handles until closed. */
+  atomic_fetch_add(&m->refs, 1);
+  m->open_handles = 3;
+  uv_poll_start(&m->poll, UV_READABLE, on_readable);
+  uv_unref((uv_handle_t *)&m->timer); /* timeouts alone keep nothing alive */
+  if (m->timeout_ms > 0) {
+    uint64_t every = (uint64_t)m->timeout_ms / 4;
+    if (every < 10) every = 10;
+    if (every > 1000) every = 1000;
+    uv_timer_start(&m->timer, on_timer, every, every);
   }
-  if (pthread_create(&m->loop, NULL, loop_main, m) != 0) goto no_thread;
-  pthread_detach(m->loop);
+  uv_unref((uv_handle_t *)&m->async); /* the poll handle keeps the process alive while mounted */
+  /* Without the hook a process exiting with the mount alive could crash on the way out. */
+  napi_add_env_cleanup_hook(env, env_cleanup, m);
   return handle;
-no_thread:
-  fuse_unmount(m->fuse);
-  fuse_destroy(m->fuse);
-  m->fuse = NULL;
-  atomic_fetch_sub(&m->refs, 1); /* no loop thread */
-  pthread_mutex_lock(&m->lock);
-  m->closed = 1;
-  pthread_mutex_unlock(&m->lock);
-  uv_close((uv_handle_t *)&m->async, on_closed); /* lets go of the rest */
-  napi_throw_error(env, "EAGAIN", "cannot start the FUSE thread");
-  return NULL;
 }
 
 /* fd(handle): the connection's /dev/fuse descriptor, for kernel notifications; -1 once closed. */
@@ -1131,8 +1950,15 @@ static napi_value js_fd(napi_env env, napi_callback_info info) {
   mount_t *m;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   CHECK(napi_get_value_external(env, argv[0], (void **)&m));
-  int fd = m->fuse ? fuse_session_fd(fuse_get_session(m->fuse)) : -1;
+  int fd = m->se && !m->ended ? fuse_session_fd(m->se) : -1;
   return num(env, fd);
+}
+
+/* Signals are Node's to take, on its own thread: none on the detach thread (nor its children). */
+static void block_signals(void) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
 }
 
 typedef struct detach_s {
@@ -1146,8 +1972,8 @@ static void *detach_main(void *arg) {
   detach_t *d = arg;
   block_signals();
   /*
-   * Detach lazily, without closing the connection: the loop's threads then see it end (ENODEV) once
-   * nothing in the mount is open any more, and loop_main closes and frees what is left. Open files
+   * Detach lazily, without closing the connection: the kernel ends it (ENODEV on the next read)
+   * once nothing in the mount is open any more, and end_session closes what is left. Open files
    * keep being served until then, as on a lazily unmounted disk.
    */
   if (geteuid() == 0) {
@@ -1169,17 +1995,23 @@ static void *detach_main(void *arg) {
       break;
     }
   }
-  /* This thread holds a reference of its own, so the mount is still allocated here. */
-  post_event(d->m, EV_DETACHED);
-  mount_unref(d->m);
+  mount_t *m = d->m;
+  pthread_mutex_lock(&m->lock);
+  if (!m->closed && !m->env_gone) {
+    m->detached = 1;
+    uv_async_send(&m->async);
+  }
+  pthread_mutex_unlock(&m->lock);
+  mount_unref(m); /* this thread's reference */
   free(d->dir);
   free(d);
   return NULL;
 }
 
 /*
- * unmount(handle) → true when a detach was started (events(3) follows once done, unless the loop's
- * end, events(2), comes first), false when the mount has ended already. The detach runs on a thread of its own: it may need this mount answered.
+ * unmount(handle) → true when a detach was started (events(3) follows once done, unless the
+ * connection's end, events(2), comes first), false when the mount has ended already. The detach
+ * runs on a thread of its own: it may need this mount answered.
  */
 static napi_value js_unmount(napi_env env, napi_callback_info info) {
   size_t argc = 1;

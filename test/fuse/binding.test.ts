@@ -223,6 +223,18 @@ print(os.copy_file_range(a, b, 5000, 100, 7))"`);
       t.equal(await shOk(`cmp -i 100:7 -n 5000 ${mnt}/cfr-a ${mnt}/cfr-b && echo same`), 'same\n', 'the bytes landed');
     });
 
+    t.test('an unlink right after a close waits for the close\'s release', async (t) => {
+      // close(2) does not wait for its release; git's `close; unlink` of index.lock must still
+      // reach the file system in that order, or the release's commit could store the name again.
+      const from = probe.lines.length;
+      await shOk(`python3 -c "
+import os
+f = open('${mnt}/late1', 'w'); f.write('x'); f.close(); os.unlink('${mnt}/late1')"`);
+      await probe.waitFor(/^unlink /);
+      const order = probe.lines.slice(from).filter((l) => /^(released|unlink) /.test(l));
+      t.same(order, ['released /late1', 'unlink /late1'], 'the release answered before the unlink arrived');
+    });
+
     if (wide) {
       t.test('an unanswered request times out; the late answer harms nothing', async (t) => {
         const started = Date.now();
