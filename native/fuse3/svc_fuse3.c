@@ -1954,6 +1954,16 @@ static napi_value js_fd(napi_env env, napi_callback_info info) {
   return num(env, fd);
 }
 
+/* nodes(handle): how many inodes the node table holds (the root, the kernel's, their parents). */
+static napi_value js_nodes(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  mount_t *m;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  CHECK(napi_get_value_external(env, argv[0], (void **)&m));
+  return num(env, (double)m->by_ino.count);
+}
+
 /* Signals are Node's to take, on its own thread: none on the detach thread (nor its children). */
 static void block_signals(void) {
   sigset_t all;
@@ -2053,6 +2063,7 @@ NAPI_MODULE_INIT() {
     { "reply", NULL, js_reply, NULL, NULL, NULL, napi_default, NULL },
     { "fd", NULL, js_fd, NULL, NULL, NULL, napi_default, NULL },
     { "unmount", NULL, js_unmount, NULL, NULL, NULL, napi_default, NULL },
+    { "nodes", NULL, js_nodes, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -175,6 +175,7 @@ interface Fuse3Addon {
   reply(req: object, code: number, value?: unknown, extra?: unknown): void;
   fd(handle: object): number;
   unmount(handle: object): boolean;
+  nodes(handle: object): number;
 }
 type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | undefined, n0: number, n1: number, buf: Buffer | undefined, len: number, n2: number, n3: number) => void;
 
@@ -431,6 +432,8 @@ interface BindingMount {
   /** Resolves with the connection for notifications (when found) once the kernel has sent INIT. */
   mount(): Promise<FuseDevice | undefined>;
   unmount(): Promise<void>;
+  /** Inodes the binding keeps for the kernel (libfuse 3's node table); undefined where it keeps none of its own. */
+  readonly nodes?: number;
 }
 
 /** The connection of descriptor `fd`, or undefined when it is closed. */
@@ -524,6 +527,10 @@ class Fuse3Mount implements BindingMount {
     if (event === EV_EXIT || event === EV_DETACHED) this.#onDetached?.();
   }
 
+  get nodes(): number | undefined {
+    return this.#handle ? this.#addon.nodes(this.#handle) : undefined;
+  }
+
   /** Detach lazily (open files keep being served until closed) and resolve once detached. */
   unmount(): Promise<void> {
     const handle = this.#handle;
@@ -609,6 +616,14 @@ export class NativeMount {
    */
   get device(): FuseDevice | undefined {
     return this.#device;
+  }
+
+  /**
+   * How many inodes the libfuse 3 binding's node table holds: the root, those the kernel has looked
+   * up and not forgotten, and their parents (undefined on fuse-native, whose libfuse keeps its own).
+   */
+  get nodes(): number | undefined {
+    return this.#impl.nodes;
   }
 
   /** Resolves once the kernel has sent INIT, i.e. the mount answers requests. */

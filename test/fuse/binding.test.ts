@@ -235,7 +235,38 @@ f = open('${mnt}/late1', 'w'); f.write('x'); f.close(); os.unlink('${mnt}/late1'
       t.same(order, ['released /late1', 'unlink /late1'], 'the release answered before the unlink arrived');
     });
 
+    t.test('inode numbers: one per file, kept across a rename', async (t) => {
+      await shOk(`echo a > ${mnt}/ino-a && echo b > ${mnt}/ino-b`);
+      const [a, b] = (await shOk(`stat -c %i ${mnt}/ino-a ${mnt}/ino-b`)).trim().split('\n');
+      t.not(a, b, 'two files, two numbers');
+      await shOk(`mv ${mnt}/ino-a ${mnt}/ino-c`);
+      t.equal((await shOk(`stat -c %i ${mnt}/ino-c`)).trim(), a, 'the renamed file keeps its number');
+      t.equal((await shOk(`cat ${mnt}/ino-c`)).trim(), 'a');
+    });
+
     if (wide) {
+      t.test('the node table lets go of the inodes the kernel forgets', { skip: asRoot ? undefined : 'drop_caches needs root' }, async (t) => {
+        const count = async () => {
+          const from = probe.lines.length;
+          await sh(`stat ${mnt}/nodes`);
+          for (let waited = 0; waited < 5000; waited += 20) {
+            const line = probe.lines.slice(from).find((l) => l.startsWith('nodes '));
+            if (line) return Number(line.split(' ')[1]);
+            await new Promise((ok) => setTimeout(ok, 20));
+          }
+          throw new Error('the probe printed no node count');
+        };
+        await shOk(`for i in $(seq 300); do echo $i > ${mnt}/forget$i; done; ls -l ${mnt} > /dev/null`);
+        const held = await count();
+        t.ok(held >= 300, `${held} nodes while the kernel holds the 300 files`);
+        // Unused dentries and inodes are reclaimed: the kernel sends FORGET for each.
+        await shOk('sync; echo 2 > /proc/sys/vm/drop_caches');
+        await new Promise((ok) => setTimeout(ok, 300));
+        const left = await count();
+        t.ok(left < 50, `${left} nodes once the kernel forgot them`);
+        await shOk(`rm ${mnt}/forget*`);
+      });
+
       t.test('an unanswered request times out; the late answer harms nothing', async (t) => {
         const started = Date.now();
         const r = await sh(`stat ${mnt}/slow`);

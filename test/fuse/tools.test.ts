@@ -182,6 +182,22 @@ db.close()`), 'ok 2200 200\n', 'both writers\' rows, none lost');
     t.equal((await d.rpc('exists', { path: '/mvdst/a/b/c.txt' })).exists, true, 'RPC sees the move');
   });
 
+  t.test('a directory renamed while a file in it is open for writing: the file keeps its number and lands at the new path', async (t) => {
+    await shOk(`mkdir -p '${m}/openmv/sub'`);
+    const out = await shOk(`cd '${m}' && python3 -c "
+import os
+f = open('openmv/sub/f.txt', 'w'); f.write('before '); f.flush()
+ino = os.stat('openmv/sub/f.txt').st_ino
+os.rename('openmv', 'openmv2')
+f.write('after'); f.close()
+print(ino == os.stat('openmv2/sub/f.txt').st_ino, os.path.exists('openmv'))"`);
+    t.equal(out, 'True False\n', 'same inode at the new path; nothing left at the old one');
+    t.equal(await shOk(`cat '${m}/openmv2/sub/f.txt'`), 'before after');
+    const file = await d.rpc('read', { path: '/openmv2/sub/f.txt' });
+    t.equal(Buffer.from(file.data, 'base64').toString(), 'before after', 'RPC reads the whole file at the new path');
+    t.equal((await d.rpc('exists', { path: '/openmv/sub/f.txt' })).exists, false);
+  });
+
   t.test('chmod, chown, touch -d and ln -s are visible through stat', async (t) => {
     await shOk(`cd '${m}' && echo x > attrs.txt && chmod 640 attrs.txt && chown 1234:5678 attrs.txt && touch -d '2001-02-03 04:05:06 UTC' attrs.txt && ln -s attrs.txt link`);
     t.equal((await shOk(`stat -c '%a %u %g %Y' '${m}/attrs.txt'`)).trim(), `640 1234 5678 ${Date.UTC(2001, 1, 3, 4, 5, 6) / 1000}`);
