@@ -3,9 +3,10 @@
  * The floor for bench/fuse.ts: a bare in-memory file system served through the same
  * {@link NativeMount} (so the same binding: svc's libfuse 3 addon where built, else fuse-native) and
  * the same mount options as the daemon's mount (src/transports/fuse/mount.ts), with no svc code
- * behind it. Whatever a small-file operation costs here is the binding's and the kernel's (libfuse's
- * threads, the hand-over to the JS thread and back), so bench/fuse.ts can show which part of the
- * mount's gap to the disk is the binding's and which is svc's.
+ * behind it. Whatever a small-file operation costs here is the binding's and the kernel's (on libfuse 3
+ * the JS thread reading /dev/fuse and answering; on fuse-native libfuse's threads, the hand-over to
+ * the JS thread and back), so bench/fuse.ts can show which part of the mount's gap to the disk is the
+ * binding's and which is svc's.
  *
  * Run as a child process (it must not be the process that drives the mount with synchronous fs calls):
  *   node --import tsx bench/fuse-floor.ts MOUNTDIR

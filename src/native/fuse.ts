@@ -4,10 +4,12 @@
  * whether a mount can work here and, if not, what to install. Two bindings serve the same
  * {@link FuseOperations}:
  * - **libfuse 3**, svc's own addon (native/fuse3/svc_fuse3.c, built by scripts/build-native.mjs when
- *   libfuse3-dev and a C compiler are there): 1 MiB writes, which libfuse 2 cannot negotiate,
- *   listings with their entries' attributes, copy_file_range, SEEK_DATA/SEEK_HOLE, the caller's
- *   ids and creates that answer their attributes (native/README.md, docs/performance.md). Used
- *   when built, unless `SVC_FUSE_BINDING=fuse-native`.
+ *   libfuse3-dev and a C compiler are there): libfuse's low-level API served on the JS thread (no
+ *   hand-over between threads per request; the addon keeps the node table that maps node ids to
+ *   paths), 1 MiB writes, which libfuse 2 cannot negotiate, listings with their entries'
+ *   attributes, copy_file_range, SEEK_DATA/SEEK_HOLE, the caller's ids and creates that answer
+ *   their attributes (native/README.md, docs/performance.md). Used when built, unless
+ *   `SVC_FUSE_BINDING=fuse-native`.
  * - **fuse-native** (libfuse 2), the fallback.
  *
  * The rest of this header is about fuse-native.

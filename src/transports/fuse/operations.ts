@@ -1,6 +1,6 @@
 /**
  * @module transports/fuse/operations
- * The FUSE operations (libfuse 2 high-level, by path) over a {@link FuseBackend}: getattr from
+ * The FUSE operations (by path, on both bindings: src/native/fuse.ts) over a {@link FuseBackend}: getattr from
  * records (never from content), open files buffered per path and committed as one version on
  * flush/release/fsync, POSIX rename, symlinks, attributes, and the read-only `/.versions/` tree.
  *
