@@ -17,7 +17,7 @@
 import { constants as fsConstants } from 'node:fs';
 import { constants } from 'node:os';
 import { NativeMount, forceUnmount, type FuseOperations, type FuseStat } from '../src/native/fuse.js';
-import { KERNEL_CACHE_SECONDS } from '../src/transports/fuse/mount.js';
+import { FUSE_SPIN_MICROS, KERNEL_CACHE_SECONDS } from '../src/transports/fuse/mount.js';
 
 const E = constants.errno;
 const S_IFMT = 0o170000;
@@ -260,7 +260,7 @@ async function main(): Promise<void> {
   if (!dir) throw new Error('usage: fuse-floor.ts MOUNTDIR');
   // The daemon's mount options (src/transports/fuse/mount.ts), so only what is behind the binding differs.
   const mount = new NativeMount(dir, ops, {
-    cacheSeconds: KERNEL_CACHE_SECONDS, defaultPermissions: true, fsname: 'bench-floor', requestTimeoutMs: 120_000,
+    cacheSeconds: KERNEL_CACHE_SECONDS, defaultPermissions: true, fsname: 'bench-floor', requestTimeoutMs: 120_000, spinMicros: FUSE_SPIN_MICROS,
   });
   await mount.mount();
   let stopping = false;

@@ -123,6 +123,12 @@ export interface FuseBackend {
   /** Human name for logs: `in-process` or the remote URL. */
   readonly description: string;
   /**
+   * Answers in process, most requests without waiting for I/O: the mount then watches for the next
+   * request a moment before its thread sleeps (FUSE_SPIN_MICROS). A remote backend's answers come
+   * over the network, so waiting would only delay them.
+   */
+  readonly inProcess?: boolean;
+  /**
    * The commit uses the piece hashes and etag it is given instead of hashing again (in process): the
    * mount then hashes chunks on a worker thread while a file is written.
    */

@@ -111,6 +111,7 @@ const NOT_DURABLE = { durable: false } as const;
 
 export class LocalBackend implements FuseBackend {
   readonly description = 'in-process';
+  readonly inProcess = true;
   readonly reusesHashes = true;
   readonly spoolDir: string;
   readonly #fs: FsService;

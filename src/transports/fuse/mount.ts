@@ -26,6 +26,14 @@ import { KernelCache } from './kernel-cache.js';
  * is not possible (no /dev/fuse descriptor found, a notification dropped).
  */
 export const KERNEL_CACHE_SECONDS = 0.5;
+/**
+ * µs the libfuse 3 binding watches for the next request after serving one, before the daemon's
+ * thread sleeps (NativeMountOptions.spinMicros): a program working through many files (cp -r, tar,
+ * git, a build) sends its next request within that, and catching it saves a thread wake-up, the
+ * larger part of a small request's round trip on a VM (docs/performance.md, "Waiting for the next
+ * request"). An idle mount does not spin; a remote mount (whose answers wait for the network) neither.
+ */
+export const FUSE_SPIN_MICROS = 30;
 /** How often the mount table is read to notice an unmount made from outside. */
 export const DETACH_POLL_MS = 1000;
 /** How long a file system already mounted at the mount point has to answer before it counts as stale. */
@@ -131,7 +139,7 @@ export class FuseMount {
     });
     const native = new NativeMount(this.dir, fs.operations(), {
       cacheSeconds: KERNEL_CACHE_SECONDS, defaultPermissions: true, fsname: `svc:${this.#opts.backend.description}`,
-      requestTimeoutMs: 120_000, debug: this.#opts.debug,
+      requestTimeoutMs: 120_000, spinMicros: this.#opts.backend.inProcess ? FUSE_SPIN_MICROS : 0, debug: this.#opts.debug,
     });
     try {
       await native.mount();
