@@ -33,7 +33,8 @@
  *   --rounds; the server processes' CPU time per file is printed on stderr;
  * - the same floor rows on a fourth side, the KERNEL FLOOR: bench/fuse-floor-ll.c, a bare in-memory
  *   file system in C on libfuse 3's low-level API (1 MiB writes, inode numbers, one request at a
- *   time), built with `cc` when the run starts (needs libfuse3-dev; without it the column is empty
+ *   time, watching 30 µs for the next request before sleeping as the libfuse 3 binding does),
+ *   built with `cc` when the run starts (needs libfuse3-dev; without it the column is empty
  *   and stderr says why). It is what FUSE itself costs on this kernel with the least server work
  *   any binding could give it, so the table also shows which part of a gap no binding would close;
  * - appending a line to the 256 MiB file (on the mount a new version of the whole file: its etag is
@@ -475,7 +476,7 @@ async function main(): Promise<void> {
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
   console.log(`\nThe floor is bench/fuse-floor.ts: the mount's binding (${support.binding}) and options with no svc code behind it, bytes in memory. `
-    + 'The kernel floor is bench/fuse-floor-ll.c: libfuse 3\'s low-level API in C, one request at a time, 1 MiB writes, bytes in memory: '
+    + 'The kernel floor is bench/fuse-floor-ll.c: libfuse 3\'s low-level API in C, one request at a time (watching 30 µs for the next before sleeping, as the libfuse 3 binding does), 1 MiB writes, bytes in memory: '
     + 'the FUSE round trips with the least server work any binding could give them'
     + `${'reason' in built ? ` (not run here: ${built.reason})` : ''}. Both are timed for the close-only write, the cold, warm and random reads, cp, the append, the small-file rows and ls -l.`);
   console.log(`\nThe ${SIZE_MIB} MiB file in the page cache after the warm reads (bench/folios.c): ${folioLines.join('; ')}.`);
