@@ -230,6 +230,17 @@ print(ino == os.stat('openmv2/sub/f.txt').st_ino, os.path.exists('openmv'))"`);
     t.equal((await shOk(`stat -c %b '${m}/r.bin'`)).trim(), String(Math.ceil(2200000 / 512)), 'a file without holes: its size');
   });
 
+  t.test('a file grown sparse while open counts its holes as free before it is closed', async (t) => {
+    const blocks = await shOk(`cd '${m}' && python3 -c "
+import os
+f = open('open-holes.bin', 'wb')
+f.truncate(64 << 20); f.seek(64 << 20); f.write(b'x' * (1 << 20)); f.flush()
+print(os.stat('open-holes.bin').st_blocks)
+f.close()
+print(os.stat('open-holes.bin').st_blocks)"`);
+    t.same(blocks.trim().split('\n').map(Number), [2048, 2048], 'open and closed alike: the 1 MiB of data');
+  });
+
   t.test('failures carry the right errno', async (t) => {
     const err = async (cmd: string) => (await sh(`cd '${m}' && ${cmd}`)).stderr;
     await shOk(`cd '${m}' && mkdir -p full/sub && echo f > file`);

@@ -221,6 +221,20 @@ export class OpenFile {
     });
   }
 
+  /**
+   * Bytes that are data, as the committed file will count them ({@link NodeInfo.allocated}): the
+   * size less the whole chunks that are holes ({@link seek}'s holes; a last, partial chunk counts as
+   * data, since only a whole chunk of zeros is stored as one). So a file grown sparse while open
+   * shows its holes as free (`du`, `st_blocks`) before its commit as after it.
+   */
+  get allocated(): number {
+    const zero = zeroChunkHash();
+    const whole = Math.floor(this.#size / CS);
+    let holes = 0;
+    for (let i = 0; i < whole; i++) if (this.#isHole(i, zero)) holes++;
+    return this.#size - holes * CS;
+  }
+
   /** Another face changed the stored file and nothing here is pending: take its content first. */
   async #current(reload: () => Promise<StoredContent | undefined>): Promise<void> {
     if (this.stale && !this.#changed) {

@@ -416,7 +416,7 @@ export class FuseFileSystem {
     const stored = file.isNew || file.orphan ? undefined : await this.#backend.stat(file.path).catch(() => undefined);
     const attrs = file.pendingAttributes ?? stored;
     return this.#statOf({
-      kind: 'file', size: file.size, mode: attrs?.mode, uid: attrs?.uid, gid: attrs?.gid,
+      kind: 'file', size: file.size, allocated: file.allocated, mode: attrs?.mode, uid: attrs?.uid, gid: attrs?.gid,
       mtime: file.explicitMtime ?? file.mtime, ctime: file.mtime,
     });
   }
