@@ -502,11 +502,16 @@ static void finish(req_t *r) {
   else req_free(r);
 }
 
+/* The kernel has its answer (sent by the caller): finish. */
+static void replied(req_t *r) {
+  r->fr = NULL;
+  finish(r);
+}
+
 /* Answer the kernel `code` (0 or a negative errno) and finish. */
 static void answer(req_t *r, int code) {
   if (r->fr) fuse_reply_err(r->fr, code < 0 ? -code : 0);
-  r->fr = NULL;
-  finish(r);
+  replied(r);
 }
 
 /* A request the kernel no longer waits for stays only for JS's answer. */
@@ -616,8 +621,7 @@ static void answer_entry(req_t *r) {
   fill_entry(m, &e, n, &r->st);
   /* -ENOENT: the caller was interrupted and the kernel never took the entry. */
   if (fuse_reply_entry(r->fr, &e) == -ENOENT) node_forget(m, n->ino, 1);
-  r->fr = NULL;
-  finish(r);
+  replied(r);
 }
 
 /* Release a handle the kernel never got (its open was interrupted or timed out). */
@@ -645,8 +649,7 @@ static void answer_open(req_t *r) {
     release_unseen(r);
     return;
   }
-  r->fr = NULL;
-  finish(r);
+  replied(r);
 }
 
 static void answer_create(req_t *r) {
@@ -671,8 +674,7 @@ static void answer_create(req_t *r) {
     release_unseen(r);
     return;
   }
-  r->fr = NULL;
-  finish(r);
+  replied(r);
 }
 
 /* A listing's entries from `off` into one buffer of `size` bytes; READDIRPLUS entries count as lookups. */
@@ -764,6 +766,17 @@ static char *hidden_name(mount_t *m, fuse_ino_t ino) {
   return s;
 }
 
+/* JS renamed `name` in `parent` to `hidden`: the node follows, marked to go at its last close. */
+static node_t *hide(mount_t *m, fuse_ino_t parent, const char *name, const char *hidden) {
+  node_t *p = by_ino(m, parent);
+  node_t *n = p ? by_name(m, p, name) : NULL;
+  if (n) {
+    node_move(m, n, p, hidden);
+    n->hidden = true;
+  }
+  return n;
+}
+
 /* `r`'s release is over for those waiting on it (JS answered, or the kernel stopped waiting). */
 static void stop_releasing(req_t *r) {
   if (!r->releasing) return;
@@ -787,8 +800,7 @@ static void advance(req_t *r, int code) {
       node_saw(n, &r->st);
       r->st.st_ino = r->ino;
       fuse_reply_attr(r->fr, &r->st, m->cache_seconds);
-      r->fr = NULL;
-      finish(r);
+      replied(r);
       return;
     }
     case K_LOOKUP:
@@ -798,8 +810,7 @@ static void advance(req_t *r, int code) {
         memset(&e, 0, sizeof e);
         e.entry_timeout = m->cache_seconds;
         fuse_reply_entry(r->fr, &e);
-        r->fr = NULL;
-        finish(r);
+        replied(r);
         return;
       }
       /* fall through */
@@ -869,32 +880,27 @@ static void advance(req_t *r, int code) {
     case K_READ:
       if (code < 0 || !r->fr) { answer(r, code); return; }
       fuse_reply_buf(r->fr, r->slot ? r->slot->mem : r->data, (size_t)code > r->len ? r->len : (size_t)code);
-      r->fr = NULL;
-      finish(r);
+      replied(r);
       return;
     case K_WRITE:
       if (code < 0 || !r->fr) { answer(r, code); return; }
       fuse_reply_write(r->fr, (size_t)code);
-      r->fr = NULL;
-      finish(r);
+      replied(r);
       return;
     case K_LSEEK:
       if (code < 0 || !r->fr) { answer(r, code); return; }
       fuse_reply_lseek(r->fr, (off_t)r->fh);
-      r->fr = NULL;
-      finish(r);
+      replied(r);
       return;
     case K_READLINK:
       if (code < 0 || !r->fr) { answer(r, code); return; }
       fuse_reply_readlink(r->fr, r->text ? r->text : "");
-      r->fr = NULL;
-      finish(r);
+      replied(r);
       return;
     case K_STATFS:
       if (code < 0 || !r->fr) { answer(r, code); return; }
       fuse_reply_statfs(r->fr, &r->sv);
-      r->fr = NULL;
-      finish(r);
+      replied(r);
       return;
     case K_READDIR: {
       if (code < 0 || !r->fr) { answer(r, code); return; }
@@ -908,8 +914,7 @@ static void advance(req_t *r, int code) {
       r->stats = NULL;
       r->count = 0;
       answer_listing(m, r->fr, r->ino, d, r->size, r->off, r->plus);
-      r->fr = NULL;
-      finish(r);
+      replied(r);
       return;
     }
     case K_SETATTR:
@@ -955,35 +960,25 @@ static void advance(req_t *r, int code) {
     }
     case K_HIDE_UNLINK: {
       if (code < 0) { answer(r, code); return; }
-      node_t *parent = by_ino(m, r->ino);
-      node_t *n = parent ? by_name(m, parent, r->name) : NULL;
-      if (n) {
-        node_move(m, n, parent, r->hidden);
-        n->hidden = true;
-        if (n->open_count == 0) {
-          /* Closed meanwhile: the hidden name goes at once. */
-          n->hidden = false;
-          free(r->name);
-          r->name = r->hidden;
-          r->hidden = NULL;
-          free(r->path);
-          r->path = r->path2;
-          r->path2 = NULL;
-          ask(r, OP_UNLINK, K_UNLINK);
-          return;
-        }
+      node_t *n = hide(m, r->ino, r->name, r->hidden);
+      if (n && n->open_count == 0) {
+        /* Closed meanwhile: the hidden name goes at once. */
+        n->hidden = false;
+        free(r->name);
+        r->name = r->hidden;
+        r->hidden = NULL;
+        free(r->path);
+        r->path = r->path2;
+        r->path2 = NULL;
+        ask(r, OP_UNLINK, K_UNLINK);
+        return;
       }
       answer(r, 0);
       return;
     }
     case K_HIDE_TARGET: {
       if (code < 0) { answer(r, code); return; }
-      node_t *parent = by_ino(m, r->ino2);
-      node_t *n = parent ? by_name(m, parent, r->name2) : NULL;
-      if (n) {
-        node_move(m, n, parent, r->hidden);
-        n->hidden = true;
-      }
+      hide(m, r->ino2, r->name2, r->hidden);
       /* Now the rename itself: path and path2 were kept aside in text and data. */
       free(r->path);
       free(r->path2);
