@@ -7,8 +7,9 @@
  * (KERNEL_CACHE_SECONDS), and a program that keeps a file open reads the pages it cached before
  * the change until it reopens the file.
  *
- * The kernel knows inodes by node id. On a libfuse 2 mount without `use_ino` that id is what `stat`
- * reports as st_ino, so the id of a path is read by `lstat` through the mount itself. That lstat,
+ * The kernel knows inodes by node id. On both bindings that id is what `stat` reports as st_ino
+ * (libfuse 2 without `use_ino`; svc's libfuse 3 addon answers its node ids), so the id of a path is
+ * read by `lstat` through the mount itself. That lstat,
  * and the notification write (which waits for requests in flight on the same inode or directory),
  * need the main thread to answer FUSE requests meanwhile, so both run on a worker thread of their
  * own, one notification at a time: never on the main thread, and never on libuv's thread pool,
