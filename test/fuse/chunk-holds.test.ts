@@ -22,12 +22,17 @@ import { ChunkHolds } from '../../src/transports/fuse/chunk-holds.js';
 
 const CS = CHUNK_SIZE;
 
-function setup(t: Test, opts: { residentChunks?: number } = {}) {
+function setup(t: Test, opts: { residentChunks?: number; holdDelayMs?: number } = {}) {
   const f = makeFs(t);
   const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
   const hasher = new ChunkHasher();
   t.teardown(() => hasher.close());
-  const holds = new ChunkHolds({ hold: (r, rel) => backend.hold(r, rel), chunk: (h) => backend.chunk(h) }, (err) => t.error(err, 'an early store failed'));
+  // holdDelayMs: a store slower than the writer (each early-store transaction starts that much later).
+  const hold = async (r: Parameters<LocalBackend['hold']>[0], rel: string[]) => {
+    if (opts.holdDelayMs) await new Promise((ok) => setTimeout(ok, opts.holdDelayMs));
+    return backend.hold(r, rel);
+  };
+  const holds = new ChunkHolds({ hold, chunk: (h) => backend.chunk(h) }, (err) => t.error(err, 'an early store failed'));
   const spoolDir = mkdtempSync(join(tmpdir(), 'svc-spool-'));
   t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }));
   const open = async (path: string, opts2: { stored?: boolean } = {}) => new OpenFile(
@@ -227,18 +232,44 @@ t.test('with one chunk in memory, spooled chunks are stored early from the spool
   const data = noise(12 * CS + 5, 71);
   const file = await open('/spooled.bin');
   let peak = 0;
-  for (let off = 0; off < data.length; off += CS / 2) {
-    const n = Math.min(CS / 2, data.length - off);
+  let spilled = 0;
+  // Writes of a chunk's size, half a chunk off: each completes one chunk and starts the next, so the
+  // completed one (its early store under way) goes to the spool, and is stored from there.
+  for (let off = 0; off < data.length;) {
+    const n = Math.min(off === 0 ? CS / 2 : CS, data.length - off);
     await file.write(data.subarray(off, off + n), n, off);
+    off += n;
     peak = Math.max(peak, file.residentBytes);
+    spilled = Math.max(spilled, file.spilledChunks);
   }
-  t.ok(peak <= CS, `at most one chunk in memory (peak ${peak})`);
+  t.ok(peak <= CS, `at most one chunk in memory between writes (peak ${peak / CS})`);
+  t.ok(spilled > 0, `chunks went to the spool (up to ${spilled})`);
   await file.storesSettled();
   t.equal(file.heldChunks, 12, 'every full chunk stored, including those that went to the spool first');
   t.equal(file.spilledChunks, 0, 'nothing waits in the spool');
   await commit(file);
   t.ok(f.fs.read('/spooled.bin').content.equals(data));
   t.equal(f.fs.file('/spooled.bin').etag, sha256(data));
+  consistent(t, f, 'after the commit');
+});
+
+t.test('a file written faster than its chunks reach the store waits for them instead of spooling them', async (t) => {
+  const { f, open, commit } = setup(t, { residentChunks: 2, holdDelayMs: 30 });
+  const data = noise(10 * CS, 17);
+  const file = await open('/fast.bin');
+  let spilled = 0;
+  let peak = 0;
+  for (let off = 0; off < data.length; off += CS) {
+    await file.write(data.subarray(off, off + CS), CS, off);
+    spilled = Math.max(spilled, file.spilledChunks);
+    peak = Math.max(peak, file.residentBytes);
+  }
+  t.equal(spilled, 0, 'no chunk on its way into the store went to the spool');
+  t.ok(peak <= 2 * CS, `at most two chunks in memory (peak ${peak / CS})`);
+  await file.storesSettled();
+  t.equal(file.heldChunks, 10, 'every chunk stored early');
+  await commit(file);
+  t.ok(f.fs.read('/fast.bin').content.equals(data));
   consistent(t, f, 'after the commit');
 });
 

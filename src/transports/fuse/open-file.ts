@@ -10,7 +10,9 @@
  *
  * Large files stream: at most {@link RESIDENT_DIRTY_CHUNKS} dirty chunks (16 MiB) stay in memory (the most
  * recently written); older ones go to a spool file (created in the backend's spool directory and
- * unlinked at once, so a crash leaves nothing behind) and are read back one at a time.
+ * unlinked at once, so a crash leaves nothing behind) and are read back one at a time. While full
+ * chunks are on their way into the store (below), a write waits for them to land instead, so a
+ * file written faster than the store takes it is not written to the spool and read back as well.
  *
  * With {@link ChunkHolds} (in process), a full chunk is also stored as soon as it is complete and
  * hashed, with a pending hold; it then leaves memory and the spool (the file reads it back from the
@@ -259,6 +261,7 @@ export class OpenFile {
   /** Copies `buf` (fuse-native reuses it after the callback). */
   write(buf: Buffer, len: number, pos: number): Promise<number> {
     return this.#exclusive(async () => {
+      await this.#awaitLanding();
       this.#clone = undefined;
       this.#intact = Math.min(this.#intact, pos);
       const end = pos + len;
@@ -601,6 +604,20 @@ export class OpenFile {
     if (!base || base.size === 0 || this.#intact < base.size || this.#size < base.size) return undefined;
     const stream = await hasher.resume(base.etag);
     return stream === undefined ? undefined : hashOffThread(pieces, hasher, { stream, from: base.size });
+  }
+
+  /**
+   * Backpressure for a file written faster than its full chunks reach the store: while as many
+   * chunks as may stay in memory are dirty and early stores are under way, wait for those to land
+   * (and leave memory) before taking more bytes, rather than write chunks that are already on their
+   * way into the store out to the spool and read them back for it. Called at the start of a write,
+   * where adopting what landed is safe (nothing of the operation is under way yet).
+   */
+  async #awaitLanding(): Promise<void> {
+    while (this.#dirty.size >= this.#resident && this.#storing.size > 0) {
+      await Promise.race(this.#storing);
+      this.#adopt();
+    }
   }
 
   /** Write the least recently written chunks out to the spool while too many are in memory. */
