@@ -12,8 +12,10 @@
  * handed to JS there, and JS's answers (reply()) go to the kernel at once, from the same thread.
  * The high-level API this binding used before served each request on one of libfuse's threads,
  * which woke the JS thread and then slept until JS answered: two thread wake-ups per request,
- * most of a small request's cost (docs/performance.md, "The thread hand-over"). The only other
- * thread is the one a lazy unmount runs on (it may need the mount answered meanwhile).
+ * most of a small request's cost (docs/performance.md, "The thread hand-over removed"). After a
+ * turn of the event loop that served requests, the thread watches for the next one a moment before
+ * it sleeps (on_check). The only other thread is the one a lazy unmount runs on (it may need the
+ * mount answered meanwhile).
  *
  * Paths. The low-level API names files by node id; JS's operations take paths. The node table
  * here keeps what libfuse's high-level layer kept: each node's name and parent (so renames move
@@ -21,7 +23,9 @@
  * handles, and a file's last size and mtime, by which a reopened file keeps its pages or drops
  * them (auto_cache). The number `stat` reports is the node id, which transports/fuse/kernel-cache
  * relies on. A file unlinked or renamed over while open is renamed to `.fuse_hidden…` and
- * unlinked when its last handle closes, as libfuse did (transports/fuse/operations handles both).
+ * unlinked when its last handle closes, as libfuse did (transports/fuse/operations handles both);
+ * an unlink or rename waits while a release of a file it names is under way (parked_t), as
+ * libfuse's path locks made it.
  *
  * Memory handed to JS: never libfuse's. A write's bytes are copied into a buffer of the mount's
  * own before JS sees them (libfuse reuses its buffer for the next request), and a read is answered
