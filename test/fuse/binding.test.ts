@@ -309,6 +309,16 @@ print(took[20], took[36], took[-1])"`)).trim().split(' ').map(Number);
         t.equal((await shOk(`cat ${mnt}/f`)).trim(), 'hi', 'the next request is answered');
       });
 
+      t.test('an open answered after the kernel gave up on it is released', async (t) => {
+        await shOk(`echo x > ${mnt}/openlate1`);
+        const from = probe.lines.length;
+        const r = await sh(`cat ${mnt}/openlate1`);
+        t.match(r.stderr, /timed out/i, 'the open fails with ETIMEDOUT');
+        // The late answer made a handle the kernel never saw: the binding releases it itself.
+        await probe.waitFor(/^release late \/openlate1$/, 5000);
+        t.equal(probe.lines.slice(from).filter((l) => l === 'release late /openlate1').length, 1, 'released once');
+      });
+
       t.test('a write left unanswered times out as well', async (t) => {
         const r = await sh(`dd if=/dev/urandom of=${mnt}/slow-write bs=4k count=1 status=none`);
         t.not(r.code, 0);
