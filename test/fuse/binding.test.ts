@@ -9,9 +9,13 @@
  *   `touch -d`'s mtime, file types in a directory listing, "." and "..";
  * - libfuse 3 answers a listing with each entry's attributes (READDIRPLUS): `ls -l` asks no getattr;
  *   copy_file_range reaches the file system as one request (fuse-native: the kernel reads and writes);
+ * - both: an unlink right after a close reaches the file system after the close's release; a file
+ *   keeps its inode number across a rename;
  * - libfuse 3 only:
+ *   - the addon's node table lets go of what the kernel forgets (drop_caches, as root);
+ *   - requests that keep coming (the addon waits a moment for the next one) do not hold up timers;
  *   - an unanswered request, a write too, fails with ETIMEDOUT after the mount's timeout, and the
- *     late answer harms nothing;
+ *     late answer harms nothing; an open answered late is released by the addon;
  *   - a handler that throws answers EIO, and the mount goes on;
  *   - more writes in flight than pooled buffers keep their bytes;
  *   - an ordinary user (nobody, when the test runs as root) mounts and unmounts through fusermount3;
