@@ -21,8 +21,8 @@
  * here keeps what libfuse's high-level layer kept: each node's name and parent (so renames move
  * whole subtrees), the kernel's lookup count (a node lives until the kernel forgets it), open
  * handles, and a file's last size and mtime, by which a reopened file keeps its pages or drops
- * them (auto_cache). The number `stat` reports is the node id, which transports/fuse/kernel-cache
- * relies on. A file unlinked or renamed over while open is renamed to `.fuse_hidden…` and
+ * them (auto_cache). The number `stat` reports is the node id; nodeOf() gives transports/fuse/
+ * kernel-cache the id of a path without asking the kernel. A file unlinked or renamed over while open is renamed to `.fuse_hidden…` and
  * unlinked when its last handle closes, as libfuse did (transports/fuse/operations handles both);
  * an unlink or rename waits while a release of a file it names is under way (parked_t), as
  * libfuse's path locks made it.
@@ -2020,6 +2020,28 @@ static napi_value js_nodes(napi_env env, napi_callback_info info) {
   return num(env, (double)m->by_ino.count);
 }
 
+/*
+ * nodeOf(handle, path) → the node id the kernel knows `path` by, from the node table, or 0 when it
+ * holds nothing there (so a notification for it would have nothing to drop).
+ */
+static napi_value js_node_of(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  mount_t *m;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  CHECK(napi_get_value_external(env, argv[0], (void **)&m));
+  char *path = dup_string(env, argv[1]);
+  if (!path) {
+    napi_throw_type_error(env, NULL, "nodeOf(handle, path)");
+    return NULL;
+  }
+  node_t *n = m->root;
+  char *save = NULL;
+  for (char *part = strtok_r(path, "/", &save); part && n; part = strtok_r(NULL, "/", &save)) n = by_name(m, n, part);
+  free(path);
+  return num(env, n ? (double)n->ino : 0);
+}
+
 /* Signals are Node's to take, on its own thread: none on the detach thread (nor its children). */
 static void block_signals(void) {
   sigset_t all;
@@ -2120,6 +2142,7 @@ NAPI_MODULE_INIT() {
     { "fd", NULL, js_fd, NULL, NULL, NULL, napi_default, NULL },
     { "unmount", NULL, js_unmount, NULL, NULL, NULL, napi_default, NULL },
     { "nodes", NULL, js_nodes, NULL, NULL, NULL, napi_default, NULL },
+    { "nodeOf", NULL, js_node_of, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -184,6 +184,7 @@ interface Fuse3Addon {
   fd(handle: object): number;
   unmount(handle: object): boolean;
   nodes(handle: object): number;
+  nodeOf(handle: object, path: string): number;
 }
 type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | undefined, n0: number, n1: number, buf: Buffer | undefined, len: number, n2: number, n3: number) => void;
 
@@ -442,6 +443,8 @@ interface BindingMount {
   unmount(): Promise<void>;
   /** Inodes the binding keeps for the kernel (libfuse 3's node table); undefined where it keeps none of its own. */
   readonly nodes?: number;
+  /** The node id the kernel knows a path by (0: none), where the binding keeps the table. */
+  readonly nodeOf?: (path: string) => number;
 }
 
 /** The connection of descriptor `fd`, or undefined when it is closed. */
@@ -539,6 +542,8 @@ class Fuse3Mount implements BindingMount {
     return this.#handle ? this.#addon.nodes(this.#handle) : undefined;
   }
 
+  readonly nodeOf = (path: string): number => (this.#handle ? this.#addon.nodeOf(this.#handle, path) : 0);
+
   /** Detach lazily (open files keep being served until closed) and resolve once detached. */
   unmount(): Promise<void> {
     const handle = this.#handle;
@@ -632,6 +637,15 @@ export class NativeMount {
    */
   get nodes(): number | undefined {
     return this.#impl.nodes;
+  }
+
+  /**
+   * The node id the kernel knows `path` by, 0 when it holds nothing there, read from the libfuse 3
+   * binding's node table without asking the kernel; undefined on fuse-native, whose ids are only
+   * learnt through the mount (lstat).
+   */
+  get nodeOf(): ((path: string) => number) | undefined {
+    return this.#impl.nodeOf;
   }
 
   /** Resolves once the kernel has sent INIT, i.e. the mount answers requests. */

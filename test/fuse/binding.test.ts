@@ -271,6 +271,16 @@ f = open('${mnt}/late1', 'w'); f.write('x'); f.close(); os.unlink('${mnt}/late1'
         await shOk(`rm ${mnt}/forget*`);
       });
 
+      t.test('the node table names the node id the kernel knows a path by', async (t) => {
+        await shOk(`cat ${mnt}/f > /dev/null`);
+        const ino = (await shOk(`stat -c %i ${mnt}/f`)).trim();
+        const from = probe.lines.length;
+        await sh(`stat ${mnt}/whereis`);
+        await probe.waitFor(/^node \/absent-whereis /);
+        const lines = probe.lines.slice(from).filter((l) => l.startsWith('node '));
+        t.same(lines, ['node / 1', `node /f ${ino}`, 'node /absent-whereis 0'], 'the root is 1, /f is what stat says, a missing name 0');
+      });
+
       t.test('requests that keep coming do not hold up the event loop\'s timers', async (t) => {
         // Three programs opening a file in a tight loop keep a request arriving within the binding's
         // wait for the next one (spinMicros); a getattr answered from a timer must still be answered.

@@ -16,7 +16,7 @@ import { FsService } from '../../src/fs/service.js';
 import { LmdbStore } from '../../src/store/lmdb/index.js';
 import { LocalBackend } from '../../src/transports/fuse/local.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
-import { OWN_SWEEP_AT, OWN_WINDOW_MS, OwnChanges, notificationsFor } from '../../src/transports/fuse/kernel-cache.js';
+import { OWN_SWEEP_AT, OWN_WINDOW_MS, OwnChanges, notificationsFor, resolveNotifications } from '../../src/transports/fuse/kernel-cache.js';
 import { call, writeFile } from '../helpers/fuse-ops.js';
 
 const at = new Date(0).toISOString();
@@ -57,6 +57,23 @@ t.test('each kind of change tells the kernel what it must forget, a rewritten fi
     ['entry', '/b', 'ü y'], ['inode', '/b', undefined, true],
   ], 'both names (UTF-8 bytes counted)');
   t.same(decoded({ type: 'delete', path: '/', at }), [], 'the root has no entry to forget');
+});
+
+t.test('with the binding\'s node table, ids are written in and paths the kernel does not hold are left out', async (t) => {
+  const ids = new Map([['/docs/a.md', 7], ['/docs', 3]]);
+  const asked: string[] = [];
+  const nodeOf = (path: string) => {
+    asked.push(path);
+    return ids.get(path) ?? 0;
+  };
+  const resolved = resolveNotifications(notificationsFor({ type: 'write', path: '/docs/a.md', version: 3, at }), nodeOf);
+  t.same(resolved.map((n) => [decode(t, n)[0], n.path, n.message.readBigUInt64LE(16), n.resolved]), [
+    ['inode', '/docs/a.md', 7n, true], ['entry', '/docs', 3n, true], ['inode', '/docs', 3n, true],
+  ], 'each node id in its message, in the same order');
+  t.same(resolveNotifications(notificationsFor({ type: 'rename', path: '/docs/b.md', new_path: '/other/c.md', at }), nodeOf)
+    .map((n) => [decode(t, n)[0], n.path]), [['entry', '/docs'], ['inode', '/docs']], 'a directory the kernel does not hold: nothing to drop there');
+  t.same(resolveNotifications(notificationsFor({ type: 'delete', path: '/x/y', at }), nodeOf), [], 'nothing held: nothing sent');
+  t.ok(asked.length > 0);
 });
 
 t.test('a path is the mount\'s own while its change runs and for a while after', async (t) => {

@@ -7,9 +7,11 @@
  * (KERNEL_CACHE_SECONDS), and a program that keeps a file open reads the pages it cached before
  * the change until it reopens the file.
  *
- * The kernel knows inodes by node id. On both bindings that id is what `stat` reports as st_ino
- * (libfuse 2 without `use_ino`; svc's libfuse 3 addon answers its node ids), so the id of a path is
- * read by `lstat` through the mount itself. That lstat,
+ * The kernel knows inodes by node id. svc's libfuse 3 addon keeps the table of the ids the kernel
+ * holds, so the id of a path is read from it on the main thread ({@link resolveNotifications}), and
+ * a path the kernel holds nothing for needs no notification. On fuse-native the id is what `stat`
+ * reports as st_ino (libfuse 2 without `use_ino`), so it is read by `lstat` through the mount
+ * itself. That lstat,
  * and the notification write (which waits for requests in flight on the same inode or directory),
  * need the main thread to answer FUSE requests meanwhile, so both run on a worker thread of their
  * own, one notification at a time: never on the main thread, and never on libuv's thread pool,
@@ -116,15 +118,17 @@ export class OwnChanges {
 export interface Notification {
   path: string;
   message: Buffer;
+  /** The node id is in `message` already ({@link resolveNotifications}): no lstat. */
+  resolved?: boolean;
 }
 
 /** Offset of the node id (fuse_notify_inval_inode_out.ino, fuse_notify_inval_entry_out.parent). */
 const NODE_ID_OFFSET = 16;
 
 /**
- * What the kernel must forget after another face's change, in the order to send it. The node id of
- * each path is read through the mount, which makes the kernel look up a path it does not hold, so
- * nothing is asked about a path the kernel cannot hold: a file's first version (it is new), or a
+ * What the kernel must forget after another face's change, in the order to send it. On fuse-native
+ * the node id of each path is read through the mount, which makes the kernel look up a path it does
+ * not hold, so nothing is asked about a path the kernel cannot hold: a file's first version (it is new), or a
  * rename's target (its pages are the renamed file's, unchanged; a file it replaced stays as it was
  * for whoever has it open, as POSIX says).
  */
@@ -145,6 +149,22 @@ export function notificationsFor(event: ChangeEvent): Notification[] {
   return out;
 }
 
+/**
+ * The notifications of `batch` with their node ids written in from the binding's node table
+ * (`nodeOf`: 0 where the kernel holds nothing), those for a path the kernel holds nothing for left
+ * out: there is nothing to drop, and nothing is looked up only to be forgotten.
+ */
+export function resolveNotifications(batch: Notification[], nodeOf: (path: string) => number): Notification[] {
+  const out: Notification[] = [];
+  for (const n of batch) {
+    const id = nodeOf(n.path);
+    if (id === 0) continue;
+    n.message.writeBigUInt64LE(BigInt(id), NODE_ID_OFFSET);
+    out.push({ ...n, resolved: true });
+  }
+  return out;
+}
+
 /** The worker (CommonJS, evaluated like the hasher's: the same from src/ under tsx and from dist/). */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -153,16 +173,18 @@ const { dir, fd, rdev, offset } = workerData;
 let gone = false;
 parentPort.on('message', (batch) => {
   let error;
-  for (const { path, message } of batch) {
+  for (const { path, message, resolved } of batch) {
     if (gone) break;
-    let id;
-    try {
-      id = lstatSync(path === '/' ? dir : dir + path).ino;
-    } catch {
-      continue; // not there (any more): nothing of it to forget
-    }
     const msg = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
-    msg.writeBigUInt64LE(BigInt(id), offset);
+    if (!resolved) {
+      let id;
+      try {
+        id = lstatSync(path === '/' ? dir : dir + path).ino;
+      } catch {
+        continue; // not there (any more): nothing of it to forget
+      }
+      msg.writeBigUInt64LE(BigInt(id), offset);
+    }
     try {
       const st = fstatSync(fd);
       if (!st.isCharacterDevice() || st.rdev !== rdev) { gone = true; break; }
@@ -183,22 +205,26 @@ export class KernelCache {
   readonly #dir: string;
   readonly #device: FuseDevice;
   readonly #log: Logger;
+  readonly #nodeOf: ((path: string) => number) | undefined;
   #worker: Worker | undefined;
   /** Notifications posted to the worker and not yet reported done. */
   #pending = 0;
   #stopped = false;
   #warned = false;
 
-  constructor(dir: string, device: FuseDevice, log: Logger) {
+  /** `nodeOf`: the binding's node table, where it keeps one (NativeMount.nodeOf). */
+  constructor(dir: string, device: FuseDevice, log: Logger, nodeOf?: (path: string) => number) {
     this.#dir = dir;
     this.#device = device;
     this.#log = log;
+    this.#nodeOf = nodeOf;
   }
 
   /** Another face changed something: tell the kernel (in the background). */
   changed(event: ChangeEvent): void {
     if (this.#stopped) return;
-    const batch = notificationsFor(event);
+    const all = notificationsFor(event);
+    const batch = this.#nodeOf ? resolveNotifications(all, this.#nodeOf) : all;
     if (batch.length === 0) return;
     if (this.#pending + batch.length > MAX_PENDING) {
       this.#warnOnce('kernel cache notifications are behind; the caches time out instead');
