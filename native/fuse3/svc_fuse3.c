@@ -105,6 +105,11 @@ typedef struct node_s {
   bool hidden;           /* renamed to .fuse_hidden… while open: unlinked at the last close */
   /* auto_cache: the size and mtime last answered, and when. */
   bool cache_valid;
+  /*
+   * Written (or its size or times set) through this mount since its last open: a change of size or
+   * mtime seen meanwhile is this mount's own, and the kernel's pages, written through, are current.
+   */
+  bool own_change;
   struct timespec mtime;
   off_t size;
   double stat_updated;
@@ -410,7 +415,8 @@ static void node_forget(mount_t *m, fuse_ino_t ino, uint64_t count) {
 /* Record attributes answered for `n`: a changed size or mtime means its cached pages are stale. */
 static void node_saw(node_t *n, const struct stat *st) {
   if (!n) return;
-  if (n->cache_valid && (n->mtime.tv_sec != st->st_mtim.tv_sec || n->mtime.tv_nsec != st->st_mtim.tv_nsec || n->size != st->st_size)) {
+  if (n->cache_valid && !n->own_change &&
+      (n->mtime.tv_sec != st->st_mtim.tv_sec || n->mtime.tv_nsec != st->st_mtim.tv_nsec || n->size != st->st_size)) {
     n->cache_valid = false;
   }
   n->mtime = st->st_mtim;
@@ -648,6 +654,7 @@ static void answer_open(req_t *r) {
     n->open_count++;
     r->fi.keep_cache = n->cache_valid;
     n->cache_valid = true;
+    n->own_change = false;
   }
   if (!r->fr || fuse_reply_open(r->fr, &r->fi) == -ENOENT) {
     release_unseen(r);
@@ -670,6 +677,9 @@ static void answer_create(req_t *r) {
   n->nlookup++;
   n->open_count++;
   node_saw(n, &r->st);
+  /* A new file's pages are only what is written through this mount. */
+  n->cache_valid = true;
+  n->own_change = true;
   struct fuse_entry_param e;
   fill_entry(m, &e, n, &r->st);
   if (fuse_reply_create(r->fr, &e, &r->fi) == -ENOENT) {
@@ -887,6 +897,11 @@ static void advance(req_t *r, int code) {
       replied(r);
       return;
     case K_WRITE:
+      if (code > 0 && r->op == OP_WRITE) {
+        /* Written through: the kernel's pages hold it (copy_file_range's target is dropped by the kernel). */
+        node_t *n = by_ino(m, r->ino);
+        if (n) n->own_change = true;
+      }
       if (code < 0 || !r->fr) { answer(r, code); return; }
       fuse_reply_write(r->fr, (size_t)code);
       replied(r);
@@ -921,10 +936,14 @@ static void advance(req_t *r, int code) {
       replied(r);
       return;
     }
-    case K_SETATTR:
+    case K_SETATTR: {
       if (code < 0) { answer(r, code); return; }
+      /* A size or times set here: the kernel truncated or kept its pages itself. */
+      node_t *n = by_ino(m, r->ino);
+      if (n) n->own_change = true;
       setattr_next(r);
       return;
+    }
     case K_RELEASE: {
       node_t *n = by_ino(m, r->ino);
       if (n && n->open_count > 0) n->open_count--;

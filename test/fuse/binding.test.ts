@@ -271,6 +271,18 @@ f = open('${mnt}/late1', 'w'); f.write('x'); f.close(); os.unlink('${mnt}/late1'
         await shOk(`rm ${mnt}/forget*`);
       });
 
+      t.test('a file written through the mount is read back from the kernel\'s pages, not asked again', async (t) => {
+        // Written through (no writeback cache): the pages hold what the file system stored, so the
+        // next open keeps them although the file's size and mtime changed (its own change).
+        await shOk(`head -c 1048576 /dev/urandom > ${mnt}/../wb-src && cp ${mnt}/../wb-src ${mnt}/written-back`);
+        const from = probe.lines.length;
+        t.equal((await sh(`cmp ${mnt}/../wb-src ${mnt}/written-back`)).code, 0, 'the same bytes');
+        t.same(probe.lines.slice(from).filter((l) => l.startsWith('read ')), [], 'no read request');
+        // Rewritten through the mount again: still its own change.
+        await shOk(`head -c 1048576 /dev/urandom > ${mnt}/../wb-src && cp ${mnt}/../wb-src ${mnt}/written-back`);
+        t.equal((await sh(`cmp ${mnt}/../wb-src ${mnt}/written-back`)).code, 0, 'the new bytes');
+      });
+
       t.test('the node table names the node id the kernel knows a path by', async (t) => {
         await shOk(`cat ${mnt}/f > /dev/null`);
         const ino = (await shOk(`stat -c %i ${mnt}/f`)).trim();
