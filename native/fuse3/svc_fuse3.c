@@ -24,8 +24,8 @@
  * them (auto_cache). The number `stat` reports is the node id; nodeOf() gives transports/fuse/
  * kernel-cache the id of a path without asking the kernel. A file unlinked or renamed over while open is renamed to `.fuse_hidden…` and
  * unlinked when its last handle closes, as libfuse did (transports/fuse/operations handles both);
- * an unlink or rename waits while a release of a file it names is under way (parked_t), as
- * libfuse's path locks made it.
+ * unlinks and renames wait for opens and releases of the files they name, and the other way round
+ * (parked_t), as libfuse's path locks made them.
  *
  * Memory handed to JS: never libfuse's. A write's bytes are copied into a buffer of the mount's
  * own before JS sees them (libfuse reuses its buffer for the next request), and a read is answered
@@ -101,7 +101,8 @@ typedef struct node_s {
   uint64_t nlookup;      /* the kernel's references */
   uint32_t children;     /* nodes named in this one (each keeps it) */
   uint32_t open_count;   /* open handles */
-  uint32_t releasing;    /* releases JS has not answered yet (unlink and rename wait for them) */
+  uint32_t pending;      /* opens, flushes, fsyncs and releases under way in JS (unlinks and renames wait) */
+  uint32_t changing;     /* unlinks and renames of it under way in JS (opens, flushes and releases wait) */
   bool hidden;           /* renamed to .fuse_hidden… while open: unlinked at the last close */
   /* auto_cache: the size and mtime last answered, and when. */
   bool cache_valid;
@@ -130,18 +131,27 @@ typedef struct dir_s {
 } dir_t;
 
 /*
- * An unlink, rmdir or rename waiting for the release of a file it names. close(2) does not wait for
- * the release it sends, so `close; unlink` (git dropping its index.lock) would reach JS while the
- * close still commits, which could then store the name the unlink removed. libfuse's high-level
- * layer kept them apart with its path locks; here they wait in the mount's list until no file they
- * name is being released, and then run as if they had just arrived.
+ * An unlink, rmdir or rename waiting for the open or release of a file it names. close(2) does not
+ * wait for the release it sends, so `close; unlink` (git dropping its index.lock) would reach JS
+ * while the close still commits, which could then store the name the unlink removed. An open takes
+ * no directory lock in the kernel, so a rename over the file (or its unlink) could reach JS before
+ * the open is answered, and replace or delete the stored file under the new handle without the
+ * hide that an open file gets (its chunks freed, its reads failing); the other way round, an open,
+ * flush or release reaching JS while a rename of its file is under way could commit to the old
+ * name. libfuse's high-level layer kept them apart with its path locks (read locks for opens,
+ * flushes and releases, write locks for unlinks and renames); here the one kind waits in the
+ * mount's list while the other is under way on the same file, and then runs as if it had just
+ * arrived.
  */
 typedef struct parked_s {
   struct parked_s *next;
-  int op; /* OP_UNLINK, OP_RMDIR, OP_RENAME */
+  int op; /* OP_UNLINK, OP_RMDIR, OP_RENAME; or OP_OPEN, OP_FLUSH, OP_FSYNC, OP_RELEASE */
   fuse_req_t fr;
   fuse_ino_t parent, newparent;
   char *name, *newname;
+  fuse_ino_t ino;          /* an open file's request: its node, handle and fsync's datasync */
+  struct fuse_file_info fi;
+  int datasync;
 } parked_t;
 
 typedef struct mount_s {
@@ -208,7 +218,8 @@ typedef struct req_s {
   int then;        /* K_*: what its answer leads to */
   unsigned step;   /* counts the operations asked */
   bool js_pending; /* JS holds the request */
-  bool releasing;  /* a release counted in its node's `releasing` */
+  bool pends;      /* an open, flush, fsync or release counted in its node's `pending` */
+  fuse_ino_t changes[2]; /* an unlink's or rename's nodes, counted in their `changing` */
   int busy;        /* calls into JS under way on this request (it is freed only after them) */
   bool dead;       /* finished while busy: freed when the last call returns */
   char *path, *path2;
@@ -450,6 +461,16 @@ static char *path_of(mount_t *m, node_t *n, const char *child) {
   return s;
 }
 
+/*
+ * Why path_of gave no path for `n`: it is no longer in the tree (unlinked, or below a directory
+ * renamed over or removed meanwhile: ENOENT, as for any name that is gone), or memory ran out.
+ */
+static int path_errno(mount_t *m, node_t *n) {
+  node_t *p = n;
+  while (p && p->name) p = p->parent;
+  return p == m->root ? ENOMEM : ENOENT;
+}
+
 /* ------------------------------------------------------------------ requests */
 
 static void unlist(req_t *r) {
@@ -505,11 +526,24 @@ static void req_free(req_t *r) {
   mount_unref(m);
 }
 
-/* The request is done with: freed now, or when the calls into JS under way on it return. */
+static bool settle(req_t *r);
+static bool unchange(req_t *r);
+static void run_parked(mount_t *m);
+
+/*
+ * The request is done with: freed now, or when the calls into JS under way on it return. What
+ * waited for it (parked_t) runs now.
+ */
 static void finish(req_t *r) {
+  mount_t *m = r->m;
+  bool woke = settle(r);
+  woke |= unchange(r);
   unlist(r);
+  atomic_fetch_add(&m->refs, 1); /* m outlives the request for the parked ones */
   if (r->busy > 0) r->dead = true;
   else req_free(r);
+  if (woke && m->parked_first) run_parked(m);
+  mount_unref(m);
 }
 
 /* The kernel has its answer (sent by the caller): finish. */
@@ -634,15 +668,53 @@ static void answer_entry(req_t *r) {
   replied(r);
 }
 
+/* Count `r`, an open or a release, as under way on its node (see parked_t). */
+static void pend(req_t *r) {
+  node_t *n = by_ino(r->m, r->ino);
+  if (!n || r->pends) return;
+  n->pending++;
+  r->pends = true;
+}
+
+/* `r`'s open, flush, fsync or release is over for those waiting on it (JS answered, or the kernel stopped waiting). */
+static bool settle(req_t *r) {
+  if (!r->pends) return false;
+  r->pends = false;
+  node_t *n = by_ino(r->m, r->ino);
+  if (n && n->pending > 0) n->pending--;
+  return true;
+}
+
+/* Count `n` as being unlinked or renamed by `r` (see parked_t). */
+static void mark_changing(req_t *r, node_t *n) {
+  if (!n) return;
+  for (int i = 0; i < 2; i++) {
+    if (r->changes[i] == 0) {
+      r->changes[i] = n->ino;
+      n->changing++;
+      return;
+    }
+  }
+}
+
+/* `r`'s unlink or rename is over: its nodes are no longer changing. */
+static bool unchange(req_t *r) {
+  bool any = false;
+  for (int i = 0; i < 2; i++) {
+    if (r->changes[i] == 0) continue;
+    node_t *n = by_ino(r->m, r->changes[i]);
+    if (n && n->changing > 0) n->changing--;
+    r->changes[i] = 0;
+    any = true;
+  }
+  return any;
+}
+
 /* Release a handle the kernel never got (its open was interrupted or timed out). */
 static void release_unseen(req_t *r) {
   let_go(r);
   r->n[0] = (double)r->fi.fh;
-  node_t *n = by_ino(r->m, r->ino);
-  if (n) {
-    n->releasing++;
-    r->releasing = true;
-  }
+  pend(r);
   ask(r, OP_RELEASE, K_RELEASE);
 }
 
@@ -660,7 +732,7 @@ static void answer_open(req_t *r) {
     release_unseen(r);
     return;
   }
-  replied(r);
+  replied(r); /* an unlink or rename waiting for it now finds the file open, and hides it */
 }
 
 static void answer_create(req_t *r) {
@@ -791,15 +863,6 @@ static node_t *hide(mount_t *m, fuse_ino_t parent, const char *name, const char 
   return n;
 }
 
-/* `r`'s release is over for those waiting on it (JS answered, or the kernel stopped waiting). */
-static void stop_releasing(req_t *r) {
-  if (!r->releasing) return;
-  r->releasing = false;
-  node_t *n = by_ino(r->m, r->ino);
-  if (n && n->releasing > 0) n->releasing--;
-}
-
-static void run_parked(mount_t *m);
 
 /* JS answered `code` for the operation `r` asked: what follows. */
 static void advance(req_t *r, int code) {
@@ -959,19 +1022,15 @@ static void advance(req_t *r, int code) {
           return;
         }
       }
-      stop_releasing(r);
       answer(r, code);
       node_release(m, n);
-      run_parked(m);
       return;
     }
     case K_RELEASE_HIDDEN: {
-      stop_releasing(r);
       node_t *n = by_ino(m, r->ino);
       if (code == 0 && n) node_unlink(m, n);
       else node_release(m, n);
       answer(r, r->saved);
-      run_parked(m);
       return;
     }
     case K_UNLINK: {
@@ -1044,7 +1103,7 @@ static req_t *about(fuse_req_t fr, fuse_ino_t ino, const char *child) {
   node_t *n = by_ino(m, ino);
   char *path = n ? path_of(m, n, child) : NULL;
   if (!path) {
-    fuse_reply_err(fr, n ? ENOMEM : ENOENT);
+    fuse_reply_err(fr, n ? path_errno(m, n) : ENOENT);
     return NULL;
   }
   req_t *r = req_new(m, fr);
@@ -1140,14 +1199,38 @@ static void ll_mkdir(fuse_req_t fr, fuse_ino_t parent, const char *name, mode_t 
   ask(r, OP_MKDIR, K_MADE);
 }
 
-/* Whether `name` in `parent` is being released. */
-static bool releasing(mount_t *m, fuse_ino_t parent, const char *name) {
+/* Whether `name` in `parent` is being opened or released. */
+static bool busy_name(mount_t *m, fuse_ino_t parent, const char *name) {
   node_t *p = by_ino(m, parent);
   node_t *n = p ? by_name(m, p, name) : NULL;
-  return n && n->releasing > 0;
+  return n && n->pending > 0;
 }
 
-/* Keep a request until the releases it waits for are over (parked_t); false when out of memory. */
+/* Whether node `ino` is being unlinked or renamed. */
+static bool changing(mount_t *m, fuse_ino_t ino) {
+  node_t *n = by_ino(m, ino);
+  return n && n->changing > 0;
+}
+
+static void queue_parked(mount_t *m, parked_t *p) {
+  if (m->parked_last) m->parked_last->next = p; else m->parked_first = p;
+  m->parked_last = p;
+}
+
+/* Keep an open file's request until the unlink or rename of its file is over; false when out of memory. */
+static bool park_open(mount_t *m, int op, fuse_req_t fr, fuse_ino_t ino, const struct fuse_file_info *fi, int datasync) {
+  parked_t *p = calloc(1, sizeof *p);
+  if (!p) return false;
+  p->op = op;
+  p->fr = fr;
+  p->ino = ino;
+  if (fi) p->fi = *fi;
+  p->datasync = datasync;
+  queue_parked(m, p);
+  return true;
+}
+
+/* Keep a request until the opens and releases it waits for are over (parked_t); false when out of memory. */
 static bool park(mount_t *m, int op, fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname) {
   parked_t *p = calloc(1, sizeof *p);
   if (p) {
@@ -1163,14 +1246,17 @@ static bool park(mount_t *m, int op, fuse_req_t fr, fuse_ino_t parent, const cha
   p->fr = fr;
   p->parent = parent;
   p->newparent = newparent;
-  if (m->parked_last) m->parked_last->next = p; else m->parked_first = p;
-  m->parked_last = p;
+  queue_parked(m, p);
   return true;
 }
 
 static void remove_entry(fuse_req_t fr, fuse_ino_t parent, const char *name, int op);
 static void ll_rename(fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
                       unsigned int flags);
+static void ll_open(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi);
+static void ll_flush(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi);
+static void ll_fsync(fuse_req_t fr, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+static void ll_release(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /* Run the parked requests again, in order (each parks again if it still has to wait). */
 static void run_parked(mount_t *m) {
@@ -1180,6 +1266,10 @@ static void run_parked(mount_t *m) {
     parked_t *next = p->next;
     if (m->ended) fuse_reply_err(p->fr, EIO);
     else if (p->op == OP_RENAME) ll_rename(p->fr, p->parent, p->name, p->newparent, p->newname, 0);
+    else if (p->op == OP_OPEN) ll_open(p->fr, p->ino, &p->fi);
+    else if (p->op == OP_FLUSH) ll_flush(p->fr, p->ino, &p->fi);
+    else if (p->op == OP_FSYNC) ll_fsync(p->fr, p->ino, p->datasync, &p->fi);
+    else if (p->op == OP_RELEASE) ll_release(p->fr, p->ino, &p->fi);
     else remove_entry(p->fr, p->parent, p->name, p->op);
     free(p->name);
     free(p->newname);
@@ -1191,16 +1281,17 @@ static void run_parked(mount_t *m) {
 /* unlink and rmdir. An open file is renamed to a hidden name instead, and unlinked at its last close. */
 static void remove_entry(fuse_req_t fr, fuse_ino_t parent, const char *name, int op) {
   mount_t *m0 = MOUNT_OF(fr);
-  if (releasing(m0, parent, name) && park(m0, op, fr, parent, name, 0, NULL)) return;
+  if (busy_name(m0, parent, name) && park(m0, op, fr, parent, name, 0, NULL)) return;
   req_t *r = about(fr, parent, name);
   if (!r) return;
   mount_t *m = r->m;
   node_t *p = by_ino(m, parent);
   node_t *n = p ? by_name(m, p, name) : NULL;
+  mark_changing(r, n);
   if (op == OP_UNLINK && n && n->open_count > 0) {
     r->hidden = hidden_name(m, n->ino);
     r->path2 = r->hidden ? path_of(m, p, r->hidden) : NULL;
-    if (!r->path2) { answer(r, -ENOMEM); return; }
+    if (!r->path2) { answer(r, r->hidden ? -path_errno(m, p) : -ENOMEM); return; }
     ask(r, OP_RENAME, K_HIDE_UNLINK);
     return;
   }
@@ -1226,7 +1317,7 @@ static void ll_link(fuse_req_t fr, fuse_ino_t ino, fuse_ino_t newparent, const c
   node_t *n = by_ino(r->m, ino);
   r->path2 = r->path;
   r->path = n ? path_of(r->m, n, NULL) : NULL;
-  if (!r->path) { answer(r, -ENOENT); return; }
+  if (!r->path) { answer(r, n ? -path_errno(r->m, n) : -ENOENT); return; }
   ask(r, OP_LINK, K_MADE);
 }
 
@@ -1235,7 +1326,7 @@ static void ll_rename(fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_i
   /* RENAME_NOREPLACE / RENAME_EXCHANGE are not offered: callers fall back to rename(2). */
   if (flags) { fuse_reply_err(fr, EINVAL); return; }
   mount_t *m0 = MOUNT_OF(fr);
-  if ((releasing(m0, parent, name) || releasing(m0, newparent, newname)) &&
+  if ((busy_name(m0, parent, name) || busy_name(m0, newparent, newname)) &&
       park(m0, OP_RENAME, fr, parent, name, newparent, newname)) return;
   req_t *r = about(fr, parent, name);
   if (!r) return;
@@ -1244,14 +1335,17 @@ static void ll_rename(fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_i
   r->ino2 = newparent;
   r->name2 = strdup(newname);
   r->path2 = np ? path_of(m, np, newname) : NULL;
-  if (!r->name2 || !r->path2) { answer(r, np ? -ENOMEM : -ENOENT); return; }
+  if (!r->name2) { answer(r, -ENOMEM); return; }
+  if (!r->path2) { answer(r, np ? -path_errno(m, np) : -ENOENT); return; }
   node_t *target = by_name(m, np, newname);
   node_t *source = by_ino(m, parent) ? by_name(m, by_ino(m, parent), name) : NULL;
+  mark_changing(r, source);
+  if (target != source) mark_changing(r, target);
   if (target && target != source && target->open_count > 0) {
     /* An open target is hidden first (renamed aside), then the rename replaces nothing. */
     r->hidden = hidden_name(m, target->ino);
     char *hidden_path = r->hidden ? path_of(m, np, r->hidden) : NULL;
-    if (!hidden_path) { answer(r, -ENOMEM); return; }
+    if (!hidden_path) { answer(r, r->hidden ? -path_errno(m, np) : -ENOMEM); return; }
     /* The rename's own paths wait in text and data (see K_HIDE_TARGET). */
     r->text = r->path;
     r->data = r->path2;
@@ -1265,10 +1359,12 @@ static void ll_rename(fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_i
 }
 
 static void ll_open(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
+  if (changing(MOUNT_OF(fr), ino) && park_open(MOUNT_OF(fr), OP_OPEN, fr, ino, fi, 0)) return;
   req_t *r = about(fr, ino, NULL);
   if (!r) return;
   r->fi = *fi;
   r->n[0] = fi->flags;
+  pend(r);
   ask(r, OP_OPEN, K_OPEN);
 }
 
@@ -1319,25 +1415,27 @@ static void ll_write(fuse_req_t fr, fuse_ino_t ino, const char *buf, size_t size
 }
 
 static void ll_flush(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
+  if (changing(MOUNT_OF(fr), ino) && park_open(MOUNT_OF(fr), OP_FLUSH, fr, ino, fi, 0)) return;
   req_t *r = about_open(fr, ino, fi);
-  if (r) ask(r, OP_FLUSH, K_ERR);
+  if (!r) return;
+  pend(r);
+  ask(r, OP_FLUSH, K_ERR);
 }
 
 static void ll_release(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
+  if (changing(MOUNT_OF(fr), ino) && park_open(MOUNT_OF(fr), OP_RELEASE, fr, ino, fi, 0)) return;
   req_t *r = about_open(fr, ino, fi);
   if (!r) return;
-  node_t *n = by_ino(r->m, ino);
-  if (n) {
-    n->releasing++;
-    r->releasing = true;
-  }
+  pend(r);
   ask(r, OP_RELEASE, K_RELEASE);
 }
 
 static void ll_fsync(fuse_req_t fr, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+  if (changing(MOUNT_OF(fr), ino) && park_open(MOUNT_OF(fr), OP_FSYNC, fr, ino, fi, datasync)) return;
   req_t *r = about_open(fr, ino, fi);
   if (!r) return;
   r->n[1] = datasync;
+  pend(r);
   ask(r, OP_FSYNC, K_ERR);
 }
 
@@ -1592,9 +1690,9 @@ static void on_timer(uv_timer_t *handle) {
     req_t *r = m->first;
     fuse_reply_err(r->fr, ETIMEDOUT);
     let_go(r);
-    /* A release the kernel gave up on keeps nothing waiting any more. */
-    released |= r->releasing;
-    stop_releasing(r);
+    /* An open or release the kernel gave up on keeps nothing waiting any more. */
+    released |= r->pends;
+    settle(r);
   }
   if (released && m->parked_first) in_scope(m, run_parked);
 }

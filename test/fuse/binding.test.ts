@@ -239,6 +239,22 @@ f = open('${mnt}/late1', 'w'); f.write('x'); f.close(); os.unlink('${mnt}/late1'
       t.same(order, ['released /late1', 'unlink /late1'], 'the release answered before the unlink arrived');
     });
 
+    t.test('a rename over a file being opened waits for the open', async (t) => {
+      // An open takes no directory lock in the kernel: a rename over the file must still reach the
+      // file system after the open is answered, so that it finds the file open (and keeps it).
+      await shOk(`echo old > ${mnt}/openlag1 && echo new > ${mnt}/openlag-src`);
+      const from = probe.lines.length;
+      await shOk(`python3 -c "
+import os, threading, time
+t = threading.Thread(target=lambda: open('${mnt}/openlag1').close()); t.start()
+time.sleep(0.03)
+os.rename('${mnt}/openlag-src', '${mnt}/openlag1')
+t.join()"`);
+      const lines = probe.lines.slice(from).filter((l) => /^(opened|rename) /.test(l));
+      t.equal(lines[0], 'opened /openlag1', `the open is answered first (${lines.join('; ')})`);
+      t.ok(lines.includes('rename /openlag-src /openlag1'), 'then the rename');
+    });
+
     t.test('inode numbers: one per file, kept across a rename', async (t) => {
       await shOk(`echo a > ${mnt}/ino-a && echo b > ${mnt}/ino-b`);
       const [a, b] = (await shOk(`stat -c %i ${mnt}/ino-a ${mnt}/ino-b`)).trim().split('\n');
