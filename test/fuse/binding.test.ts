@@ -318,20 +318,27 @@ import os, time
 end = time.time() + 2
 while time.time() < end:
     os.close(os.open('${mnt}/busy', os.O_RDONLY))"`;
-        const hammers = [sh(hammer), sh(hammer), sh(hammer)];
-        await new Promise((ok) => setTimeout(ok, 300));
-        const [median, p90, worst] = (await shOk(`python3 -c "
+        // Timed against the same getattrs without the hammering, so a loaded machine (a parallel
+        // test run) moves both: without the binding's bound on its wait, the 90th percentile under
+        // hammering was 120-193 ms against about 2 ms idle.
+        let round = 0;
+        const timed = async () => (await shOk(`python3 -c "
 import os, time
 took = []
 for i in range(41):
     t = time.perf_counter()
-    try: os.stat('${mnt}/tick%d' % i)
+    try: os.stat('${mnt}/tick${round++}-%d' % i)
     except FileNotFoundError: pass
     took.append((time.perf_counter() - t) * 1000)
 took.sort()
 print(took[20], took[36], took[-1])"`)).trim().split(' ').map(Number);
+        const [, idle] = await timed();
+        const hammers = [sh(hammer), sh(hammer), sh(hammer)];
+        await new Promise((ok) => setTimeout(ok, 300));
+        const [median, p90, worst] = await timed();
         await Promise.all(hammers);
-        t.ok(p90! < 50, `timer-answered getattrs took ${median!.toFixed(1)} ms (median), ${p90!.toFixed(1)} ms (90th percentile), ${worst!.toFixed(1)} ms at worst`);
+        const limit = Math.max(50, 10 * idle!);
+        t.ok(p90! < limit, `timer-answered getattrs took ${median!.toFixed(1)} ms (median), ${p90!.toFixed(1)} ms (90th percentile; idle ${idle!.toFixed(1)}, limit ${limit.toFixed(0)}), ${worst!.toFixed(1)} ms at worst`);
       });
 
       t.test('an unanswered request times out; the late answer harms nothing', async (t) => {
