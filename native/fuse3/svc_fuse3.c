@@ -1414,28 +1414,32 @@ static void ll_write(fuse_req_t fr, fuse_ino_t ino, const char *buf, size_t size
   ask(r, OP_WRITE, K_WRITE);
 }
 
-static void ll_flush(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
-  if (changing(MOUNT_OF(fr), ino) && park_open(MOUNT_OF(fr), OP_FLUSH, fr, ino, fi, 0)) return;
+/*
+ * A flush, fsync or release of an open file: it waits while an unlink or rename of the file is
+ * under way, and counts as under way on it meanwhile (parked_t). NULL when parked or answered.
+ */
+static req_t *closing(fuse_req_t fr, int op, fuse_ino_t ino, struct fuse_file_info *fi, int datasync) {
+  mount_t *m = MOUNT_OF(fr);
+  if (changing(m, ino) && park_open(m, op, fr, ino, fi, datasync)) return NULL;
   req_t *r = about_open(fr, ino, fi);
-  if (!r) return;
-  pend(r);
-  ask(r, OP_FLUSH, K_ERR);
+  if (r) pend(r);
+  return r;
+}
+
+static void ll_flush(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
+  req_t *r = closing(fr, OP_FLUSH, ino, fi, 0);
+  if (r) ask(r, OP_FLUSH, K_ERR);
 }
 
 static void ll_release(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
-  if (changing(MOUNT_OF(fr), ino) && park_open(MOUNT_OF(fr), OP_RELEASE, fr, ino, fi, 0)) return;
-  req_t *r = about_open(fr, ino, fi);
-  if (!r) return;
-  pend(r);
-  ask(r, OP_RELEASE, K_RELEASE);
+  req_t *r = closing(fr, OP_RELEASE, ino, fi, 0);
+  if (r) ask(r, OP_RELEASE, K_RELEASE);
 }
 
 static void ll_fsync(fuse_req_t fr, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
-  if (changing(MOUNT_OF(fr), ino) && park_open(MOUNT_OF(fr), OP_FSYNC, fr, ino, fi, datasync)) return;
-  req_t *r = about_open(fr, ino, fi);
+  req_t *r = closing(fr, OP_FSYNC, ino, fi, datasync);
   if (!r) return;
   r->n[1] = datasync;
-  pend(r);
   ask(r, OP_FSYNC, K_ERR);
 }
 
