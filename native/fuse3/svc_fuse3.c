@@ -103,6 +103,7 @@ typedef struct node_s {
   uint32_t open_count;   /* open handles */
   uint32_t pending;      /* opens, flushes, fsyncs and releases under way in JS (unlinks and renames wait) */
   uint32_t changing;     /* unlinks and renames of it under way in JS (opens, flushes and releases wait) */
+  uint32_t waiting;      /* unlinks and renames of it parked: opens, flushes and releases arriving meanwhile queue behind them */
   bool hidden;           /* renamed to .fuse_hidden… while open: unlinked at the last close */
   /* auto_cache: the size and mtime last answered, and when. */
   bool cache_valid;
@@ -141,7 +142,8 @@ typedef struct dir_s {
  * name. libfuse's high-level layer kept them apart with its path locks (read locks for opens,
  * flushes and releases, write locks for unlinks and renames); here the one kind waits in the
  * mount's list while the other is under way on the same file, and then runs as if it had just
- * arrived.
+ * arrived. While an unlink or rename waits, the other kind arriving for the same file queues
+ * behind it (writers first, as libfuse's queue of waiting locks did), so it is not starved.
  */
 typedef struct parked_s {
   struct parked_s *next;
@@ -152,6 +154,7 @@ typedef struct parked_s {
   fuse_ino_t ino;          /* an open file's request: its node, handle and fsync's datasync */
   struct fuse_file_info fi;
   int datasync;
+  fuse_ino_t waits_on[2];  /* an unlink's or rename's nodes, counted in their `waiting` */
 } parked_t;
 
 typedef struct mount_s {
@@ -1206,10 +1209,13 @@ static bool busy_name(mount_t *m, fuse_ino_t parent, const char *name) {
   return n && n->pending > 0;
 }
 
-/* Whether node `ino` is being unlinked or renamed. */
+/*
+ * Whether node `ino` is being unlinked or renamed, or such a request waits for it: then an open,
+ * flush, fsync or release queues behind it, so that a stream of them cannot keep it waiting.
+ */
 static bool changing(mount_t *m, fuse_ino_t ino) {
   node_t *n = by_ino(m, ino);
-  return n && n->changing > 0;
+  return n && (n->changing > 0 || n->waiting > 0);
 }
 
 static void queue_parked(mount_t *m, parked_t *p) {
@@ -1246,6 +1252,14 @@ static bool park(mount_t *m, int op, fuse_req_t fr, fuse_ino_t parent, const cha
   p->fr = fr;
   p->parent = parent;
   p->newparent = newparent;
+  node_t *dirs[2] = { by_ino(m, parent), newname ? by_ino(m, newparent) : NULL };
+  const char *names[2] = { name, newname };
+  for (int i = 0; i < 2; i++) {
+    node_t *n = dirs[i] ? by_name(m, dirs[i], names[i]) : NULL;
+    if (!n || (i == 1 && n->ino == p->waits_on[0])) continue;
+    n->waiting++;
+    p->waits_on[i] = n->ino;
+  }
   queue_parked(m, p);
   return true;
 }
@@ -1264,6 +1278,10 @@ static void run_parked(mount_t *m) {
   m->parked_first = m->parked_last = NULL;
   while (p) {
     parked_t *next = p->next;
+    for (int i = 0; i < 2; i++) {
+      node_t *n = p->waits_on[i] ? by_ino(m, p->waits_on[i]) : NULL;
+      if (n && n->waiting > 0) n->waiting--;
+    }
     if (m->ended) fuse_reply_err(p->fr, EIO);
     else if (p->op == OP_RENAME) ll_rename(p->fr, p->parent, p->name, p->newparent, p->newname, 0);
     else if (p->op == OP_OPEN) ll_open(p->fr, p->ino, &p->fi);
