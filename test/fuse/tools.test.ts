@@ -203,38 +203,38 @@ print(ino == os.stat('openmv2/sub/f.txt').st_ino, os.path.exists('openmv'))"`);
     // renamed over each other and into directories, unlinked, directories renamed over each other,
     // the tree walked and read. Races give ENOENT, EEXIST and ENOTEMPTY; nothing else may come out.
     await shOk(`mkdir '${m}/race'`);
-    const script = `
-import os, random, sys, errno
-random.seed(int(sys.argv[1]))
-root = '${m}/race'
-names = [root + '/n%d' % i for i in range(12)]
-dirs = [root + '/d%d' % i for i in range(3)]
-held, errs = [], {}
-for step in range(1500):
-    op = random.random()
-    try:
-        if op < 0.25:
-            f = open(random.choice(names), 'ab'); f.write(os.urandom(random.randint(1, 5000))); held.append(f)
-        elif op < 0.4 and held: held.pop(random.randrange(len(held))).close()
-        elif op < 0.55: os.rename(random.choice(names), random.choice(names))
-        elif op < 0.65: os.unlink(random.choice(names))
-        elif op < 0.72: os.mkdir(random.choice(dirs))
-        elif op < 0.78: os.rename(random.choice(names), random.choice(dirs) + '/x%d' % random.randint(0, 3))
-        elif op < 0.84: os.rename(random.choice(dirs), random.choice(dirs))
-        elif op < 0.9:
-            for d, _, fs in os.walk(root):
-                for x in fs:
-                    try: open(os.path.join(d, x), 'rb').read()
-                    except FileNotFoundError: pass
-        else:
-            with open(random.choice(names), 'rb') as f: f.read()
-    except OSError as e:
-        name = errno.errorcode.get(e.errno, str(e.errno))
-        errs[name] = errs.get(name, 0) + 1
-for f in held: f.close()
-print(' '.join(sorted(errs)))`;
-    await writeFile(join(plain, 'race.py'), script);
-    const runs = await Promise.all([1, 2, 3, 4].map((seed) => shOk(`python3 '${plain}/race.py' ${seed}`, { timeoutMs: 120_000 })));
+    const race = await pythonScript(plain, 'race.py', [
+      'import os, random, sys, errno',
+      'random.seed(int(sys.argv[2]))',
+      "root = sys.argv[1] + '/race'",
+      "names = [root + '/n%d' % i for i in range(12)]",
+      "dirs = [root + '/d%d' % i for i in range(3)]",
+      'held, errs = [], {}',
+      'for step in range(1500):',
+      '    op = random.random()',
+      '    try:',
+      '        if op < 0.25:',
+      "            f = open(random.choice(names), 'ab'); f.write(os.urandom(random.randint(1, 5000))); held.append(f)",
+      '        elif op < 0.4 and held: held.pop(random.randrange(len(held))).close()',
+      '        elif op < 0.55: os.rename(random.choice(names), random.choice(names))',
+      '        elif op < 0.65: os.unlink(random.choice(names))',
+      '        elif op < 0.72: os.mkdir(random.choice(dirs))',
+      "        elif op < 0.78: os.rename(random.choice(names), random.choice(dirs) + '/x%d' % random.randint(0, 3))",
+      '        elif op < 0.84: os.rename(random.choice(dirs), random.choice(dirs))',
+      '        elif op < 0.9:',
+      '            for d, _, fs in os.walk(root):',
+      '                for x in fs:',
+      "                    try: open(os.path.join(d, x), 'rb').read()",
+      '                    except FileNotFoundError: pass',
+      '        else:',
+      "            with open(random.choice(names), 'rb') as f: f.read()",
+      '    except OSError as e:',
+      '        name = errno.errorcode.get(e.errno, str(e.errno))',
+      '        errs[name] = errs.get(name, 0) + 1',
+      'for f in held: f.close()',
+      "print(' '.join(sorted(errs)))",
+    ]);
+    const runs = await Promise.all(['1', '2', '3', '4'].map((seed) => race(m, seed)));
     const seen = new Set(runs.flatMap((r) => r.trim().split(' ').filter(Boolean)));
     t.same([...seen].filter((e) => !['ENOENT', 'EEXIST', 'ENOTEMPTY'].includes(e)), [], `errors seen: ${[...seen].join(', ')}`);
     t.equal((await d.rpc('exists', { path: '/race' })).exists, true, 'the daemon still answers');
