@@ -1984,6 +1984,14 @@ static void env_cleanup(void *arg) {
   close_handle(m, (uv_handle_t *)&m->async, &m->async_open);
 }
 
+/* Whether handle `h` was made (`rc`: its init's answer); if so it belongs to `m` and is closed with it. */
+static bool made(mount_t *m, uv_handle_t *h, bool *open, int rc) {
+  if (rc != 0) return false;
+  *open = true;
+  h->data = m;
+  return true;
+}
+
 /*
  * mount(dir, args: string[], cacheSeconds, timeoutMs, dispatch, events, spinMicros?) → handle.
  * Mounts synchronously and serves on this (the JS) thread from then on; `events(1)` once the
@@ -2076,26 +2084,10 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
                napi_create_reference(env, resource, 1, &m->resource) == napi_ok &&
                napi_async_init(env, resource, name, &m->actx) == napi_ok &&
                napi_get_uv_event_loop(env, &loop) == napi_ok &&
-               uv_poll_init(loop, &m->poll, fd) == 0;
-  if (ready) {
-    m->poll_open = true;
-    m->poll.data = m;
-    ready = uv_timer_init(loop, &m->timer) == 0;
-  }
-  if (ready) {
-    m->timer_open = true;
-    m->timer.data = m;
-    ready = uv_async_init(loop, &m->async, on_async) == 0;
-  }
-  if (ready) {
-    m->async_open = true;
-    m->async.data = m;
-    ready = uv_check_init(loop, &m->check) == 0;
-  }
-  if (ready) {
-    m->check_open = true;
-    m->check.data = m;
-  }
+               made(m, (uv_handle_t *)&m->poll, &m->poll_open, uv_poll_init(loop, &m->poll, fd)) &&
+               made(m, (uv_handle_t *)&m->timer, &m->timer_open, uv_timer_init(loop, &m->timer)) &&
+               made(m, (uv_handle_t *)&m->async, &m->async_open, uv_async_init(loop, &m->async, on_async)) &&
+               made(m, (uv_handle_t *)&m->check, &m->check_open, uv_check_init(loop, &m->check));
   napi_value handle;
   if (ready) ready = napi_create_external(env, m, mount_finalize, NULL, &handle) == napi_ok;
   if (!ready) {
@@ -2138,24 +2130,35 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   return handle;
 }
 
+/*
+ * The mount handle a call gets as its first argument (its arguments, up to `n`, into `argv`; those
+ * not passed are undefined); NULL, with a TypeError thrown, without one.
+ */
+static mount_t *mount_arg(napi_env env, napi_callback_info info, size_t n, napi_value *argv) {
+  size_t argc = n;
+  mount_t *m = NULL;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
+      napi_get_value_external(env, argv[0], (void **)&m) != napi_ok || !m) {
+    napi_throw_type_error(env, NULL, "the first argument must be a mount handle");
+    return NULL;
+  }
+  return m;
+}
+
 /* fd(handle): the connection's /dev/fuse descriptor, for kernel notifications; -1 once closed. */
 static napi_value js_fd(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  mount_t *m;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  CHECK(napi_get_value_external(env, argv[0], (void **)&m));
+  mount_t *m = mount_arg(env, info, 1, argv);
+  if (!m) return NULL;
   int fd = m->se && !m->ended ? fuse_session_fd(m->se) : -1;
   return num(env, fd);
 }
 
 /* nodes(handle): how many inodes the node table holds (the root, the kernel's, their parents). */
 static napi_value js_nodes(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  mount_t *m;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  CHECK(napi_get_value_external(env, argv[0], (void **)&m));
+  mount_t *m = mount_arg(env, info, 1, argv);
+  if (!m) return NULL;
   return num(env, (double)m->by_ino.count);
 }
 
@@ -2164,11 +2167,9 @@ static napi_value js_nodes(napi_env env, napi_callback_info info) {
  * holds nothing there (so a notification for it would have nothing to drop).
  */
 static napi_value js_node_of(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
   napi_value argv[2];
-  mount_t *m;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  CHECK(napi_get_value_external(env, argv[0], (void **)&m));
+  mount_t *m = mount_arg(env, info, 2, argv);
+  if (!m) return NULL;
   char *path = dup_string(env, argv[1]);
   if (!path) {
     napi_throw_type_error(env, NULL, "nodeOf(handle, path)");
@@ -2241,12 +2242,10 @@ static void *detach_main(void *arg) {
  * runs on a thread of its own: it may need this mount answered.
  */
 static napi_value js_unmount(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  mount_t *m;
   napi_value result;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  CHECK(napi_get_value_external(env, argv[0], (void **)&m));
+  mount_t *m = mount_arg(env, info, 1, argv);
+  if (!m) return NULL;
   int started = 0;
   if (!atomic_exchange(&m->unmounting, 1)) {
     pthread_mutex_lock(&m->lock);
