@@ -22,10 +22,11 @@
  * whole subtrees), the kernel's lookup count (a node lives until the kernel forgets it), open
  * handles, and a file's last size and mtime, by which a reopened file keeps its pages or drops
  * them (auto_cache). The number `stat` reports is the node id; nodeOf() gives transports/fuse/
- * kernel-cache the id of a path without asking the kernel. A file unlinked or renamed over while open is renamed to `.fuse_hidden…` and
- * unlinked when its last handle closes, as libfuse did (transports/fuse/operations handles both);
- * unlinks and renames wait for opens and releases of the files they name, and the other way round
- * (parked_t), as libfuse's path locks made them.
+ * kernel-cache the id of a path without asking the kernel. A file unlinked or renamed over while
+ * open is renamed to `.fuse_hidden…` and unlinked when its last handle closes, as libfuse did
+ * (transports/fuse/operations handles both). Unlinks and renames wait for opens and releases of the
+ * files they name or of files below them (parked_t), and requests about what an unlink or rename is
+ * changing wait for it (held_t), as libfuse's path locks made them.
  *
  * Memory handed to JS: never libfuse's. A write's bytes are copied into a buffer of the mount's
  * own before JS sees them (libfuse reuses its buffer for the next request), and a read is answered
@@ -102,8 +103,9 @@ typedef struct node_s {
   uint32_t children;     /* nodes named in this one (each keeps it) */
   uint32_t open_count;   /* open handles */
   uint32_t pending;      /* opens, flushes, fsyncs and releases under way in JS (unlinks and renames wait) */
-  uint32_t changing;     /* unlinks and renames of it under way in JS (opens, flushes and releases wait) */
-  uint32_t waiting;      /* unlinks and renames of it parked: opens, flushes and releases arriving meanwhile queue behind them */
+  uint32_t pending_below; /* the same, of nodes below this directory (renames and removals of it wait) */
+  uint32_t changing;     /* unlinks and renames of it under way in JS (requests about it or below it wait: held_t) */
+  uint32_t waiting;      /* unlinks and renames of it parked: requests about it or below it arriving meanwhile queue behind them */
   bool hidden;           /* renamed to .fuse_hidden… while open: unlinked at the last close */
   /* auto_cache: the size and mtime last answered, and when. */
   bool cache_valid;
@@ -132,30 +134,43 @@ typedef struct dir_s {
 } dir_t;
 
 /*
- * An unlink, rmdir or rename waiting for the open or release of a file it names. close(2) does not
- * wait for the release it sends, so `close; unlink` (git dropping its index.lock) would reach JS
- * while the close still commits, which could then store the name the unlink removed. An open takes
- * no directory lock in the kernel, so a rename over the file (or its unlink) could reach JS before
- * the open is answered, and replace or delete the stored file under the new handle without the
- * hide that an open file gets (its chunks freed, its reads failing); the other way round, an open,
- * flush or release reaching JS while a rename of its file is under way could commit to the old
- * name. libfuse's high-level layer kept them apart with its path locks (read locks for opens,
- * flushes and releases, write locks for unlinks and renames); here the one kind waits in the
- * mount's list while the other is under way on the same file, and then runs as if it had just
- * arrived. While an unlink or rename waits, the other kind arriving for the same file queues
- * behind it (writers first, as libfuse's queue of waiting locks did), so it is not starved.
+ * Unlinks and renames are kept apart from the requests about the files they change, as libfuse's
+ * path locks kept them (read locks on a file and on every directory above it, write locks for
+ * unlinks and renames). Two lists:
+ *
+ * - parked_t: an unlink, rmdir or rename waits while an open, flush, fsync or release of the file it
+ *   names, or of a file below the directory it names, is under way in JS. close(2) does not wait for
+ *   the release it sends, so `close; unlink` (git dropping its index.lock) would reach JS while the
+ *   close still commits, which could then store the name the unlink removed; a directory renamed
+ *   while a close below it commits would get the file back under its old name. An open takes no
+ *   directory lock in the kernel, so a rename over the file (or its unlink) could reach JS before
+ *   the open is answered, and replace or delete the stored file under the new handle without the
+ *   hide that an open file gets (its chunks freed, its reads failing).
+ * - held_t: while an unlink or rename is under way in JS, or parked, a request naming the node it
+ *   changes or a node below it (getattr, setattr, open, flush, release, a lookup, create, unlink or
+ *   rename in a directory below it...) waits as the kernel sent it, and is served once that is over,
+ *   with the paths it leaves. Otherwise it would reach JS with the old path while the store already
+ *   had the new one: fstat(2) of an open file failed with ENOENT while its directory was renamed,
+ *   and a close could commit to the old name. While an unlink or rename is parked, what arrives for
+ *   its nodes queues behind it (writers first, as libfuse's queue of waiting locks did), so a stream
+ *   of opens or stats cannot keep it waiting. Reads and writes name an open handle, not a path: they
+ *   never wait.
  */
 typedef struct parked_s {
   struct parked_s *next;
-  int op; /* OP_UNLINK, OP_RMDIR, OP_RENAME; or OP_OPEN, OP_FLUSH, OP_FSYNC, OP_RELEASE */
+  int op; /* OP_UNLINK, OP_RMDIR, OP_RENAME */
   fuse_req_t fr;
   fuse_ino_t parent, newparent;
   char *name, *newname;
-  fuse_ino_t ino;          /* an open file's request: its node, handle and fsync's datasync */
-  struct fuse_file_info fi;
-  int datasync;
-  fuse_ino_t waits_on[2];  /* an unlink's or rename's nodes, counted in their `waiting` */
+  fuse_ino_t waits_on[2];  /* its nodes, counted in their `waiting` */
 } parked_t;
+
+/* A request the kernel sent, held unread by libfuse until the unlink or rename it waits for is over. */
+typedef struct held_s {
+  struct held_s *next;
+  size_t size;
+  char mem[]; /* the request as read from /dev/fuse */
+} held_t;
 
 typedef struct mount_s {
   struct fuse_session *se;
@@ -179,6 +194,8 @@ typedef struct mount_s {
   uint64_t hidden_seq;
   struct req_s *first, *last; /* requests the kernel waits for, oldest first (deadlines) */
   parked_t *parked_first, *parked_last;
+  held_t *held_first, *held_last;
+  uint32_t changes; /* the `changing` and `waiting` counts of all nodes together (0: nothing is held) */
   int timeout_ms;
   double cache_seconds;
   bool ended; /* the connection is over */
@@ -222,6 +239,8 @@ typedef struct req_s {
   unsigned step;   /* counts the operations asked */
   bool js_pending; /* JS holds the request */
   bool pends;      /* an open, flush, fsync or release counted in its node's `pending` */
+  fuse_ino_t *above; /* and the directories above it then, counted in their `pending_below` */
+  uint32_t above_count;
   fuse_ino_t changes[2]; /* an unlink's or rename's nodes, counted in their `changing` */
   int busy;        /* calls into JS under way on this request (it is freed only after them) */
   bool dead;       /* finished while busy: freed when the last call returns */
@@ -545,7 +564,7 @@ static void finish(req_t *r) {
   atomic_fetch_add(&m->refs, 1); /* m outlives the request for the parked ones */
   if (r->busy > 0) r->dead = true;
   else req_free(r);
-  if (woke && m->parked_first) run_parked(m);
+  if (woke && (m->parked_first || m->held_first)) run_parked(m);
   mount_unref(m);
 }
 
@@ -671,12 +690,24 @@ static void answer_entry(req_t *r) {
   replied(r);
 }
 
-/* Count `r`, an open or a release, as under way on its node (see parked_t). */
+/*
+ * Count `r`, an open, flush, fsync or release, as under way on its node, and below each directory
+ * above it (see parked_t). Which directories those are is kept: none of them can move or go
+ * meanwhile (their renames and removals wait), but they are uncounted by what was counted.
+ */
 static void pend(req_t *r) {
   node_t *n = by_ino(r->m, r->ino);
   if (!n || r->pends) return;
   n->pending++;
   r->pends = true;
+  uint32_t depth = 0;
+  for (node_t *p = n->parent; p; p = p->parent) depth++;
+  /* Out of memory: only the file's own renames and unlinks wait. */
+  if (depth == 0 || !(r->above = malloc(depth * sizeof *r->above))) return;
+  for (node_t *p = n->parent; p; p = p->parent) {
+    p->pending_below++;
+    r->above[r->above_count++] = p->ino;
+  }
 }
 
 /* `r`'s open, flush, fsync or release is over for those waiting on it (JS answered, or the kernel stopped waiting). */
@@ -685,6 +716,13 @@ static bool settle(req_t *r) {
   r->pends = false;
   node_t *n = by_ino(r->m, r->ino);
   if (n && n->pending > 0) n->pending--;
+  for (uint32_t i = 0; i < r->above_count; i++) {
+    node_t *p = by_ino(r->m, r->above[i]);
+    if (p && p->pending_below > 0) p->pending_below--;
+  }
+  free(r->above);
+  r->above = NULL;
+  r->above_count = 0;
   return true;
 }
 
@@ -695,6 +733,7 @@ static void mark_changing(req_t *r, node_t *n) {
     if (r->changes[i] == 0) {
       r->changes[i] = n->ino;
       n->changing++;
+      r->m->changes++;
       return;
     }
   }
@@ -707,6 +746,7 @@ static bool unchange(req_t *r) {
     if (r->changes[i] == 0) continue;
     node_t *n = by_ino(r->m, r->changes[i]);
     if (n && n->changing > 0) n->changing--;
+    r->m->changes--;
     r->changes[i] = 0;
     any = true;
   }
@@ -1202,38 +1242,16 @@ static void ll_mkdir(fuse_req_t fr, fuse_ino_t parent, const char *name, mode_t 
   ask(r, OP_MKDIR, K_MADE);
 }
 
-/* Whether `name` in `parent` is being opened or released. */
+/* Whether `name` in `parent`, or a file below it, is being opened, flushed, synced or released. */
 static bool busy_name(mount_t *m, fuse_ino_t parent, const char *name) {
   node_t *p = by_ino(m, parent);
   node_t *n = p ? by_name(m, p, name) : NULL;
-  return n && n->pending > 0;
-}
-
-/*
- * Whether node `ino` is being unlinked or renamed, or such a request waits for it: then an open,
- * flush, fsync or release queues behind it, so that a stream of them cannot keep it waiting.
- */
-static bool changing(mount_t *m, fuse_ino_t ino) {
-  node_t *n = by_ino(m, ino);
-  return n && (n->changing > 0 || n->waiting > 0);
+  return n && (n->pending > 0 || n->pending_below > 0);
 }
 
 static void queue_parked(mount_t *m, parked_t *p) {
   if (m->parked_last) m->parked_last->next = p; else m->parked_first = p;
   m->parked_last = p;
-}
-
-/* Keep an open file's request until the unlink or rename of its file is over; false when out of memory. */
-static bool park_open(mount_t *m, int op, fuse_req_t fr, fuse_ino_t ino, const struct fuse_file_info *fi, int datasync) {
-  parked_t *p = calloc(1, sizeof *p);
-  if (!p) return false;
-  p->op = op;
-  p->fr = fr;
-  p->ino = ino;
-  if (fi) p->fi = *fi;
-  p->datasync = datasync;
-  queue_parked(m, p);
-  return true;
 }
 
 /* Keep a request until the opens and releases it waits for are over (parked_t); false when out of memory. */
@@ -1258,6 +1276,7 @@ static bool park(mount_t *m, int op, fuse_req_t fr, fuse_ino_t parent, const cha
     node_t *n = dirs[i] ? by_name(m, dirs[i], names[i]) : NULL;
     if (!n || (i == 1 && n->ino == p->waits_on[0])) continue;
     n->waiting++;
+    m->changes++;
     p->waits_on[i] = n->ino;
   }
   queue_parked(m, p);
@@ -1267,32 +1286,39 @@ static bool park(mount_t *m, int op, fuse_req_t fr, fuse_ino_t parent, const cha
 static void remove_entry(fuse_req_t fr, fuse_ino_t parent, const char *name, int op);
 static void ll_rename(fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
                       unsigned int flags);
-static void ll_open(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi);
-static void ll_flush(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi);
-static void ll_fsync(fuse_req_t fr, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
-static void ll_release(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi);
+static void take(mount_t *m, held_t *h, const struct fuse_buf *buf);
 
-/* Run the parked requests again, in order (each parks again if it still has to wait). */
+/*
+ * Run the parked requests again, in order (each parks again if it still has to wait), then the held
+ * ones (each is held again if it still has to wait: behind a parked request that is now under way).
+ */
 static void run_parked(mount_t *m) {
   parked_t *p = m->parked_first;
   m->parked_first = m->parked_last = NULL;
   while (p) {
     parked_t *next = p->next;
     for (int i = 0; i < 2; i++) {
-      node_t *n = p->waits_on[i] ? by_ino(m, p->waits_on[i]) : NULL;
+      if (!p->waits_on[i]) continue;
+      node_t *n = by_ino(m, p->waits_on[i]);
       if (n && n->waiting > 0) n->waiting--;
+      m->changes--;
     }
     if (m->ended) fuse_reply_err(p->fr, EIO);
     else if (p->op == OP_RENAME) ll_rename(p->fr, p->parent, p->name, p->newparent, p->newname, 0);
-    else if (p->op == OP_OPEN) ll_open(p->fr, p->ino, &p->fi);
-    else if (p->op == OP_FLUSH) ll_flush(p->fr, p->ino, &p->fi);
-    else if (p->op == OP_FSYNC) ll_fsync(p->fr, p->ino, p->datasync, &p->fi);
-    else if (p->op == OP_RELEASE) ll_release(p->fr, p->ino, &p->fi);
     else remove_entry(p->fr, p->parent, p->name, p->op);
     free(p->name);
     free(p->newname);
     free(p);
     p = next;
+  }
+  held_t *h = m->held_first;
+  m->held_first = m->held_last = NULL;
+  while (h) {
+    held_t *next = h->next;
+    /* A connection that ended answers nothing more (the kernel gave up its requests). */
+    if (m->ended) free(h);
+    else take(m, h, NULL);
+    h = next;
   }
 }
 
@@ -1377,7 +1403,6 @@ static void ll_rename(fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_i
 }
 
 static void ll_open(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
-  if (changing(MOUNT_OF(fr), ino) && park_open(MOUNT_OF(fr), OP_OPEN, fr, ino, fi, 0)) return;
   req_t *r = about(fr, ino, NULL);
   if (!r) return;
   r->fi = *fi;
@@ -1432,30 +1457,25 @@ static void ll_write(fuse_req_t fr, fuse_ino_t ino, const char *buf, size_t size
   ask(r, OP_WRITE, K_WRITE);
 }
 
-/*
- * A flush, fsync or release of an open file: it waits while an unlink or rename of the file is
- * under way, and counts as under way on it meanwhile (parked_t). NULL when parked or answered.
- */
-static req_t *closing(fuse_req_t fr, int op, fuse_ino_t ino, struct fuse_file_info *fi, int datasync) {
-  mount_t *m = MOUNT_OF(fr);
-  if (changing(m, ino) && park_open(m, op, fr, ino, fi, datasync)) return NULL;
+/* A flush, fsync or release of an open file: it counts as under way on it meanwhile (parked_t). NULL when answered. */
+static req_t *closing(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
   req_t *r = about_open(fr, ino, fi);
   if (r) pend(r);
   return r;
 }
 
 static void ll_flush(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
-  req_t *r = closing(fr, OP_FLUSH, ino, fi, 0);
+  req_t *r = closing(fr, ino, fi);
   if (r) ask(r, OP_FLUSH, K_ERR);
 }
 
 static void ll_release(fuse_req_t fr, fuse_ino_t ino, struct fuse_file_info *fi) {
-  req_t *r = closing(fr, OP_RELEASE, ino, fi, 0);
+  req_t *r = closing(fr, ino, fi);
   if (r) ask(r, OP_RELEASE, K_RELEASE);
 }
 
 static void ll_fsync(fuse_req_t fr, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
-  req_t *r = closing(fr, OP_FSYNC, ino, fi, datasync);
+  req_t *r = closing(fr, ino, fi);
   if (!r) return;
   r->n[1] = datasync;
   ask(r, OP_FSYNC, K_ERR);
@@ -1676,6 +1696,80 @@ static void end_session(mount_t *m) {
   close_handle(m, (uv_handle_t *)&m->async, &m->async_open);
 }
 
+/*
+ * What held_t needs of the kernel's protocol (<linux/fuse.h>, whose layout does not change): the
+ * header every request starts with, and the codes of the requests that name nodes by path.
+ */
+struct in_header {
+  uint32_t len, opcode;
+  uint64_t unique, nodeid;
+  uint32_t uid, gid, pid;
+  uint16_t total_extlen, padding;
+};
+enum {
+  FUSE_LOOKUP_ = 1, FUSE_GETATTR_ = 3, FUSE_SETATTR_ = 4, FUSE_READLINK_ = 5, FUSE_SYMLINK_ = 6,
+  FUSE_MKNOD_ = 8, FUSE_MKDIR_ = 9, FUSE_UNLINK_ = 10, FUSE_RMDIR_ = 11, FUSE_RENAME_ = 12, FUSE_LINK_ = 13,
+  FUSE_OPEN_ = 14, FUSE_RELEASE_ = 18, FUSE_FSYNC_ = 20, FUSE_FLUSH_ = 25, FUSE_READDIR_ = 28,
+  FUSE_CREATE_ = 35, FUSE_READDIRPLUS_ = 44, FUSE_RENAME2_ = 45,
+};
+
+/* Whether node `ino`, or a directory above it, is being unlinked or renamed, or such a request waits for it. */
+static bool changing_at(mount_t *m, fuse_ino_t ino) {
+  for (node_t *n = by_ino(m, ino); n; n = n->parent) {
+    if (n->changing > 0 || n->waiting > 0) return true;
+  }
+  return false;
+}
+
+/* Whether the request in `mem` must wait for an unlink or rename (held_t). */
+static bool must_wait(mount_t *m, const char *mem, size_t size) {
+  if (m->changes == 0 || size < sizeof(struct in_header)) return false;
+  const struct in_header *in = (const struct in_header *)mem;
+  /* The second node a rename (its new directory) or a link (the file linked) names: the first field after the header. */
+  uint64_t other = 0;
+  switch (in->opcode) {
+    case FUSE_RENAME_: case FUSE_RENAME2_: case FUSE_LINK_:
+      if (size >= sizeof *in + sizeof other) memcpy(&other, mem + sizeof *in, sizeof other);
+      break;
+    case FUSE_LOOKUP_: case FUSE_GETATTR_: case FUSE_SETATTR_: case FUSE_READLINK_: case FUSE_SYMLINK_:
+    case FUSE_MKNOD_: case FUSE_MKDIR_: case FUSE_UNLINK_: case FUSE_RMDIR_: case FUSE_OPEN_: case FUSE_RELEASE_:
+    case FUSE_FSYNC_: case FUSE_FLUSH_: case FUSE_READDIR_: case FUSE_CREATE_: case FUSE_READDIRPLUS_:
+      break;
+    default:
+      return false; /* reads, writes, forgets, ... */
+  }
+  return changing_at(m, in->nodeid) || (other && changing_at(m, other));
+}
+
+/*
+ * Process a request: `buf`, just read into libfuse's buffer, or `h`, held. It is held (again) while
+ * it must wait; when it is processed, `h` is freed (libfuse keeps nothing of a request's memory).
+ */
+static void take(mount_t *m, held_t *h, const struct fuse_buf *buf) {
+  const char *mem = h ? h->mem : buf->mem;
+  size_t size = h ? h->size : buf->size;
+  if (must_wait(m, mem, size)) {
+    if (!h && (h = malloc(sizeof *h + size))) {
+      h->size = size;
+      memcpy(h->mem, mem, size);
+    }
+    if (h) {
+      h->next = NULL;
+      if (m->held_last) m->held_last->next = h; else m->held_first = h;
+      m->held_last = h;
+      return;
+    }
+    /* Out of memory: served now, as before there was waiting. */
+  }
+  if (h) {
+    struct fuse_buf copy = { .size = h->size, .mem = h->mem };
+    fuse_session_process_buf(m->se, &copy);
+    free(h);
+  } else {
+    fuse_session_process_buf(m->se, buf);
+  }
+}
+
 /* Read and process what the kernel sent, up to BATCH requests. */
 static void serve(mount_t *m) {
   for (int i = 0; i < BATCH && !m->ended; i++) {
@@ -1687,7 +1781,9 @@ static void serve(mount_t *m) {
       end_session(m);
       return;
     }
-    fuse_session_process_buf(m->se, &m->buf);
+    struct fuse_buf got = m->buf;
+    got.size = (size_t)res;
+    take(m, NULL, &got);
     m->served = true;
     if (fuse_session_exited(m->se)) end_session(m);
   }
@@ -1716,7 +1812,7 @@ static void on_timer(uv_timer_t *handle) {
     released |= r->pends;
     settle(r);
   }
-  if (released && m->parked_first) in_scope(m, run_parked);
+  if (released && (m->parked_first || m->held_first)) in_scope(m, run_parked);
 }
 
 static uint64_t now_ns(void) {

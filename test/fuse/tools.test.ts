@@ -240,6 +240,48 @@ print(ino == os.stat('openmv2/sub/f.txt').st_ino, os.path.exists('openmv'))"`);
     t.equal((await d.rpc('exists', { path: '/race' })).exists, true, 'the daemon still answers');
   });
 
+  t.test('a file open in a directory being renamed back and forth is stat-ed and committed where it is', async (t) => {
+    // One process renames ra to rb and back; one fstat()s a descriptor open on ra/f; one writes
+    // through it and flushes (close of a dup: a commit). On a disk none of them fails, and the last
+    // write is in the file wherever its directory is. Before requests about the renamed subtree
+    // waited for the rename, fstat failed with ENOENT, and a flush recreated ra while it was rb.
+    await shOk(`mkdir -p '${m}/dirrace/ra' && printf start > '${m}/dirrace/ra/f'`);
+    const dirRace = await pythonScript(plain, 'dirrace.py', [
+      'import os, sys, json, time, multiprocessing as mp',
+      "root = sys.argv[1] + '/dirrace'",
+      "a, b = root + '/ra', root + '/rb'",
+      "fd = os.open(a + '/f', os.O_RDWR)",
+      'def loop(name, stop, q, step):',
+      '    n, errs = 0, {}',
+      '    while not stop.is_set():',
+      '        try: step(n + 1); n += 1',
+      '        except OSError as e: errs[e.strerror] = errs.get(e.strerror, 0) + 1',
+      '    q.put((name, n, errs))',
+      'def rename(n): os.rename(a, b); os.rename(b, a)',
+      'def fstat(n): os.fstat(fd)',
+      "def write(n): os.pwrite(fd, b'%012d' % n, 0); os.close(os.dup(fd))",
+      'stop, q = mp.Event(), mp.Queue()',
+      "ps = [mp.Process(target=loop, args=(name, stop, q, f)) for name, f in (('rename', rename), ('fstat', fstat), ('write', write))]",
+      'for p in ps: p.start()',
+      'time.sleep(1.5); stop.set()',
+      'out = {name: [n, errs] for name, n, errs in (q.get() for _ in ps)}',
+      'for p in ps: p.join()',
+      'os.close(fd)',
+      "out['dirs'] = sorted(os.listdir(root))",
+      "out['content'] = open(a + '/f').read() if os.path.exists(a) else None",
+      'print(json.dumps(out))',
+    ]);
+    const out = JSON.parse(await dirRace(m)) as Record<string, [number, Record<string, number>]> & { dirs: string[]; content: string | null };
+    for (const name of ['rename', 'fstat', 'write']) {
+      t.ok(out[name]![0] > 0, `${name} ran (${out[name]![0]} times)`);
+      t.same(out[name]![1], {}, `${name} never failed`);
+    }
+    t.same(out.dirs, ['ra'], 'the directory is where the last rename left it, and only there');
+    t.equal(out.content, `${out.write![0]}`.padStart(12, '0'), 'the file holds the last write');
+    const stored = await d.rpc('read', { path: '/dirrace/ra/f' });
+    t.equal(Buffer.from(stored.data, 'base64').toString(), out.content, 'and so does the store');
+  });
+
   t.test('chmod, chown, touch -d and ln -s are visible through stat', async (t) => {
     await shOk(`cd '${m}' && echo x > attrs.txt && chmod 640 attrs.txt && chown 1234:5678 attrs.txt && touch -d '2001-02-03 04:05:06 UTC' attrs.txt && ln -s attrs.txt link`);
     t.equal((await shOk(`stat -c '%a %u %g %Y' '${m}/attrs.txt'`)).trim(), `640 1234 5678 ${Date.UTC(2001, 1, 3, 4, 5, 6) / 1000}`);
