@@ -62,7 +62,7 @@ enum {
   OP_GETATTR = 1, OP_READDIR, OP_OPEN, OP_CREATE, OP_READ, OP_WRITE, OP_TRUNCATE, OP_FTRUNCATE,
   OP_FLUSH, OP_FSYNC, OP_FSYNCDIR, OP_RELEASE, OP_UNLINK, OP_RENAME, OP_LINK, OP_MKNOD, OP_SYMLINK,
   OP_READLINK, OP_MKDIR, OP_RMDIR, OP_CHMOD, OP_CHOWN, OP_UTIMENS, OP_STATFS, OP_COPY_FILE_RANGE,
-  OP_LSEEK,
+  OP_LSEEK, OP_FALLOCATE,
 };
 
 /* Events passed to JS's event callback. */
@@ -220,6 +220,7 @@ enum {
   K_CREATE, K_CREATE_ATTR,
   K_READ, K_WRITE, K_LSEEK, K_READLINK, K_STATFS, K_READDIR,
   K_SETATTR,      /* one step of a setattr done: the next */
+  K_FALLOCATE,
   K_RELEASE, K_RELEASE_HIDDEN,
   K_UNLINK,       /* unlink or rmdir done */
   K_HIDE_UNLINK,  /* an open file renamed to its hidden name instead of unlinked */
@@ -1012,6 +1013,14 @@ static void advance(req_t *r, int code) {
       fuse_reply_write(r->fr, (size_t)code);
       replied(r);
       return;
+    case K_FALLOCATE:
+      if (code == 0) {
+        /* The kernel set the size and dropped the zeroed range's pages itself: its pages are current. */
+        node_t *n = by_ino(m, r->ino);
+        if (n) n->own_change = true;
+      }
+      answer(r, code);
+      return;
     case K_LSEEK:
       if (code < 0 || !r->fr) { answer(r, code); return; }
       fuse_reply_lseek(r->fr, (off_t)r->fh);
@@ -1571,6 +1580,16 @@ static void ll_lseek(fuse_req_t fr, fuse_ino_t ino, off_t off, int whence, struc
   ask(r, OP_LSEEK, K_LSEEK);
 }
 
+/* fallocate(2) on an open file: JS gets the handle, offset, length and mode (FALLOC_FL_*). */
+static void ll_fallocate(fuse_req_t fr, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi) {
+  req_t *r = about_open(fr, ino, fi);
+  if (!r) return;
+  r->n[1] = (double)off;
+  r->n[2] = (double)len;
+  r->n[3] = mode;
+  ask(r, OP_FALLOCATE, K_FALLOCATE);
+}
+
 static void call_event(mount_t *m, int ev);
 
 static void ll_init(void *userdata, struct fuse_conn_info *conn) {
@@ -1617,6 +1636,7 @@ static const struct fuse_lowlevel_ops ll_ops = {
   .create = ll_create,
   .copy_file_range = ll_copy_file_range,
   .lseek = ll_lseek,
+  .fallocate = ll_fallocate,
 };
 
 /* ------------------------------------------------------------------ JS side */

@@ -124,6 +124,13 @@ export interface FuseOperations {
    * the kernel treats the whole file as data.
    */
   lseek?(path: string, fd: number, offset: number, whence: number, cb: Cb<[number?]>): void;
+  /**
+   * fallocate(2) on an open file: `mode` is Linux's FALLOC_FL_* bits (0: make [offset, offset +
+   * length) readable, growing the file; KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE). Answer EOPNOTSUPP for a
+   * mode not handled, never ENOSYS (the kernel would stop asking for every mode). libfuse 3 only;
+   * without it fallocate(2) fails with EOPNOTSUPP and posix_fallocate(3) writes zeros instead.
+   */
+  fallocate?(path: string, fd: number, offset: number, length: number, mode: number, cb: Cb): void;
 }
 
 /** How a mount behaves in the kernel. */
@@ -192,7 +199,7 @@ type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | und
 const enum Op {
   Getattr = 1, Readdir, Open, Create, Read, Write, Truncate, Ftruncate, Flush, Fsync, Fsyncdir, Release,
   Unlink, Rename, Link, Mknod, Symlink, Readlink, Mkdir, Rmdir, Chmod, Chown, Utimens, Statfs, CopyFileRange,
-  Lseek,
+  Lseek, Fallocate,
 }
 /** Events of native/fuse3/svc_fuse3.c. */
 const EV_INIT = 1;
@@ -601,6 +608,7 @@ class Fuse3Mount implements BindingMount {
         // ENOSYS: the kernel stops asking and copies through read and write itself.
         case Op.CopyFileRange: return ops.copyFileRange ? ops.copyFileRange(path, n0, n1, path2!, n2, n3, len, done) : done(errno('ENOSYS'));
         case Op.Lseek: return ops.lseek ? ops.lseek(path, n0, n1, n2, done) : done(errno('ENOSYS'));
+        case Op.Fallocate: return ops.fallocate ? ops.fallocate(path, n0, n1, n2, n3, done) : done(errno('ENOSYS'));
         default: return done(errno('ENOSYS'));
       }
     } catch {

@@ -7,6 +7,7 @@
  */
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -96,6 +97,53 @@ t.test('ordinary tools in the mount', { skip }, async (t) => {
     const blocks = (await shOk(`stat -c %b '${m}/sparse.bin' '${m}/sparse-copy.bin'`)).trim().split('\n').map(Number);
     t.ok(blocks[1]! <= blocks[0]!, `the copy is as sparse as the original (${blocks[1]} and ${blocks[0]} blocks)`);
     t.ok(blocks[0]! * 512 < 6 * M, `the original reports its holes (${blocks[0]} blocks)`);
+  });
+
+  t.test('fallocate grows, punches and zeroes as on a plain disk (libfuse 3)', async (t) => {
+    // fallocate(2) through ctypes: mode 0 past the end, KEEP_SIZE, PUNCH_HOLE across chunks,
+    // ZERO_RANGE past the end, then posix_fallocate; the size and a digest after each. Last,
+    // COLLAPSE_RANGE on a file of its own (ext4 has it; svc answers EOPNOTSUPP).
+    const falloc = await pythonScript(plain, 'falloc.py', [
+      'import ctypes, errno, hashlib, os, sys',
+      "libc = ctypes.CDLL(None, use_errno=True)",
+      'libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]',
+      'M = 1 << 20',
+      "p = sys.argv[1] + '/falloc.bin'",
+      'fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)',
+      "os.write(fd, bytes(range(256)) * (12 * 1024 + 7))",
+      'out = []',
+      'def falloc(mode, off, n):',
+      '    r = libc.fallocate(fd, mode, off, n)',
+      '    err = errno.errorcode[ctypes.get_errno()] if r else "ok"',
+      "    out.append([mode, err, os.fstat(fd).st_size, hashlib.sha256(os.pread(fd, 1 << 24, 0)).hexdigest()[:16]])",
+      'falloc(0, 2 * M, 3 * M)',
+      'falloc(1, 0, 9 * M)',
+      'falloc(3, 1000, 2 * M + 5)',
+      'falloc(0x10, 4 * M + 17, 2 * M)',
+      'falloc(0x11, 100, 7 * M)',
+      'os.posix_fallocate(fd, 0, 8 * M + 3)',
+      "out.append(['posix', os.fstat(fd).st_size])",
+      'os.close(fd)',
+      "out.append(hashlib.sha256(open(p, 'rb').read()).hexdigest())",
+      'print(out)',
+      "fd = os.open(p + '.2', os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)",
+      'os.write(fd, bytes(3 * 4096))',
+      'r = libc.fallocate(fd, 0x8, 0, 4096)',
+      'print(errno.errorcode[ctypes.get_errno()] if r else "ok")',
+    ]);
+    const onDisk = await falloc(plain);
+    const inMount = await falloc(m);
+    const [modes, collapse] = inMount.trim().split('\n');
+    const support = fuseSupport();
+    if (support.available && support.binding === 'libfuse3') {
+      t.equal(modes, onDisk.trim().split('\n')[0], 'the disk\'s sizes and bytes after each mode');
+      t.equal(collapse, 'ENOTSUP', 'COLLAPSE_RANGE: EOPNOTSUPP (Python names it ENOTSUP)');
+    } else {
+      t.match(modes, /^\[\[0, 'ENOTSUP', /, 'fuse-native: fallocate(2) is not offered');
+    }
+    const stored = await d.rpc('read', { path: '/falloc.bin' });
+    const digest = createHash('sha256').update(Buffer.from(stored.data, 'base64')).digest('hex');
+    t.ok(modes!.endsWith(`'${digest}']`), 'the store holds the bytes the mount shows');
   });
 
   t.test('tar x into the mount and tar c out of it', async (t) => {

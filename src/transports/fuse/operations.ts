@@ -50,6 +50,12 @@ const S_ISGID = 0o2000;
 /** lseek(2)'s whence values that reach a FUSE file system (Linux's numbers). */
 const SEEK_DATA = 3;
 const SEEK_HOLE = 4;
+/** fallocate(2)'s modes handled (Linux's FALLOC_FL_* bits). */
+const FALLOC_FL_KEEP_SIZE = 0x01;
+const FALLOC_FL_PUNCH_HOLE = 0x02;
+const FALLOC_FL_ZERO_RANGE = 0x10;
+/** The zeros fallocate writes, a chunk at most at a time (made at its first use). */
+let zeros: Buffer | undefined;
 /** Preferred I/O size reported to tools (cp, dd): one max_write request. */
 const BLKSIZE = 131072;
 const HIDDEN_PREFIX = '.fuse_hidden';
@@ -248,6 +254,7 @@ export class FuseFileSystem {
       copyFileRange: (_srcPath, srcFd, srcPos, dstPath, dstFd, dstPos, len, cb) => this.#run('copy_file_range', dstPath,
         (code, n) => cb(code < 0 ? code : n!), () => this.#copyRange(srcFd, srcPos, dstFd, dstPos, len)),
       lseek: (path, fd, offset, whence, cb) => this.#run('lseek', path, cb, () => this.#seek(fd, offset, whence)),
+      fallocate: (path, fd, offset, length, mode, cb) => this.#run('fallocate', path, cb, () => this.#allocate(fd, offset, length, mode)),
     };
   }
 
@@ -258,6 +265,37 @@ export class FuseFileSystem {
     const at = await file.seek(offset, whence === SEEK_HOLE, this.#reloader(file));
     if (at === undefined) throw new PosixError('ENXIO');
     return at;
+  }
+
+  /**
+   * fallocate(2). Space is not reserved (a stored chunk is stored when written, and a file's zeros
+   * are holes), so what it gives is what a program reads afterwards: mode 0 grows the file to
+   * `offset + length` with zeros, KEEP_SIZE alone changes nothing, PUNCH_HOLE and ZERO_RANGE write
+   * zeros over the range (the commit stores whole chunks of them as holes); ZERO_RANGE grows the
+   * file unless KEEP_SIZE. Other modes (collapse, insert, unshare): EOPNOTSUPP, as on file systems
+   * without them.
+   */
+  async #allocate(fd: number, offset: number, length: number, mode: number): Promise<void> {
+    const handle = this.#handle(fd);
+    const { file } = handle;
+    if (file.readOnly) throw new PosixError('EROFS');
+    if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) throw new PosixError('EOPNOTSUPP');
+    if (offset < 0 || length <= 0) throw new PosixError('EINVAL');
+    const end = offset + length;
+    if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
+      const upto = Math.min(end, file.size);
+      zeros ??= Buffer.alloc(CHUNK_SIZE);
+      for (let at = offset; at < upto;) {
+        const n = Math.min(upto - at, CHUNK_SIZE - (at % CHUNK_SIZE));
+        await file.write(zeros, n, at);
+        at += n;
+      }
+      if (upto > offset) handle.dirtied = true;
+    }
+    if (!(mode & FALLOC_FL_KEEP_SIZE) && end > file.size) {
+      await file.truncate(end);
+      handle.dirtied = true;
+    }
   }
 
   /** Up to `len` bytes of the file open as `fd` from `pos` into `buf`. */
