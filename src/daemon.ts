@@ -33,6 +33,7 @@ import { Permissions } from './auth/permissions.js';
 import { Dispatcher } from './transports/rpc/dispatch.js';
 import { HttpFace } from './transports/rpc/http.js';
 import { FuseMount } from './transports/fuse/mount.js';
+import { cacheDropper } from './native/fuse.js';
 import { LocalBackend as FuseLocalBackend } from './transports/fuse/local.js';
 import { FuseJournal } from './transports/fuse/journal.js';
 import { VERSION } from './version.js';
@@ -66,7 +67,8 @@ export interface BuildOptions {
 
 /** Build the services over one data directory (also used by tests and local-mode tools). */
 export function buildServices(dataDir: string, log: Logger, opts: BuildOptions = {}): Services {
-  const store = new LmdbStore(dataDir);
+  // Drop-behind of what bulk writes append to the data file (where svc's native addon is built).
+  const store = new LmdbStore(dataDir, { dropCached: cacheDropper() });
   const events = new EventBus((err) => log.error({ err }, 'change listener failed'));
   const fs = new FsService({ store, blobs: store.blobs, events });
   const workspaces = new WorkspaceService({ store, fs, clock: opts.clock });

@@ -192,6 +192,7 @@ interface Fuse3Addon {
   unmount(handle: object): boolean;
   nodes(handle: object): number;
   nodeOf(handle: object, path: string): number;
+  dropCached(fd: number, offset: number, length: number): Promise<number>;
 }
 type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | undefined, n0: number, n1: number, buf: Buffer | undefined, len: number, n2: number, n3: number) => void;
 
@@ -260,6 +261,18 @@ function loadFuse3(): Fuse3Addon | Error {
     fuse3 = new Error(`svc's libfuse 3 addon failed to load: ${(err as Error).message}`);
   }
   return fuse3;
+}
+
+/**
+ * Drops the clean pages of `length` bytes of file `fd` from `offset` from the page cache
+ * (posix_fadvise DONTNEED, on libuv's thread pool); resolves to 0 or the errno.
+ */
+export type CacheDropper = (fd: number, offset: number, length: number) => Promise<number>;
+
+/** svc's native page-cache dropper, where its addon is built and loads (it is the libfuse 3 addon's). */
+export function cacheDropper(): CacheDropper | undefined {
+  const addon = loadFuse3();
+  return addon instanceof Error ? undefined : (fd, offset, length) => addon.dropCached(fd, offset, length);
 }
 
 /**

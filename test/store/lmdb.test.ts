@@ -1,9 +1,11 @@
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
+import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { isLmdbCommitFailure, LmdbStore } from '../../src/store/lmdb/index.js';
+import { DROP_BEHIND_BYTES, isLmdbCommitFailure, LmdbStore } from '../../src/store/lmdb/index.js';
+import { cacheDropper } from '../../src/native/fuse.js';
 import { StoreWriteError } from '../../src/store/types.js';
 import { smallDisk, smallDiskSkipReason } from '../helpers/small-disk.js';
 import { metadataStoreSuite, type StoreFixture } from './metadata.suite.js';
@@ -54,4 +56,83 @@ t.test('lmdb: a commit the full disk cannot take fails with ENOSPC; the store go
   await store.transact(() => table.put('after', { n: 2 }));
   t.same(table.get('after'), { n: 2 }, 'a small commit still goes through');
   t.notOk(isLmdbCommitFailure(new Error('something else')));
+});
+
+t.test('lmdb: drop-behind drops what the data file grew by, once flushed, every 64 MiB', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-lmdb-'));
+  const drops: [number, number, number][] = [];
+  const store = new LmdbStore(dir, { dropCached: async (fd, offset, length) => (drops.push([fd, offset, length]), 0) });
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const size = () => statSync(join(dir, 'db', 'data.mdb')).size;
+  const start = size();
+  const put = async (mib: number) => {
+    for (let i = 0; i < mib; i++) await store.transact(() => store.blobs.put(`c${drops.length}-${i}-${Math.random()}`, randomBytes(1 << 20)));
+    await store.flushed();
+  };
+  await put(8);
+  t.same(drops, [], 'nothing dropped after 8 MiB');
+  await put(DROP_BEHIND_BYTES / (1 << 20));
+  t.equal(drops.length, 1, 'one drop once the file grew by 64 MiB');
+  t.equal(drops[0]![1], start, 'from where the file ended when the store opened');
+  t.ok(drops[0]![2] >= DROP_BEHIND_BYTES, `at least 64 MiB (${drops[0]![2]} bytes)`);
+  t.ok(drops[0]![1] + drops[0]![2] <= size(), 'not past where the file ends');
+  await put(2);
+  t.equal(drops.length, 1, 'and nothing more for the next 2 MiB');
+});
+
+t.test('lmdb: without a dropper nothing is opened or dropped', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-lmdb-'));
+  const store = new LmdbStore(dir);
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  for (let i = 0; i < 70; i++) await store.transact(() => store.blobs.put(`c${i}`, randomBytes(1 << 20)));
+  await store.close();
+  t.pass('writes and closes');
+});
+
+/** Pages of `file` in the page cache (mincore through Python's ctypes), or undefined without python3. */
+function residentPages(file: string): number | undefined {
+  const script = [
+    'import ctypes, os, sys',
+    'libc = ctypes.CDLL(None, use_errno=True)',
+    'libc.mmap.restype = ctypes.c_void_p',
+    'libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]',
+    'libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]',
+    'fd = os.open(sys.argv[1], os.O_RDONLY); size = os.fstat(fd).st_size',
+    'page = os.sysconf("SC_PAGE_SIZE"); vec = ctypes.create_string_buffer((size + page - 1) // page)',
+    'addr = libc.mmap(None, size, 1, 1, fd, 0)',
+    'assert libc.mincore(addr, size, vec) == 0',
+    'print(sum(b & 1 for b in vec.raw))',
+  ].join('\n');
+  try {
+    return Number(execFileSync('python3', ['-c', script, file]).toString().trim());
+  } catch {
+    return undefined;
+  }
+}
+
+const drop = cacheDropper();
+t.test('the native dropper takes a file\'s clean pages out of the page cache', { skip: drop ? false : 'svc\'s native addon is not built here' }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-drop-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'f');
+  const fd = openSync(file, 'w+');
+  t.teardown(() => closeSync(fd));
+  writeSync(fd, randomBytes(16 << 20));
+  fsyncSync(fd);
+  const before = residentPages(file);
+  if (before === undefined) {
+    t.comment('python3 is not installed (it counts the pages): only the answers are checked');
+    t.equal(await drop!(fd, 0, 0), 0);
+    return;
+  }
+  t.ok(before > 0, `written and synced: ${before} pages cached`);
+  t.equal(await drop!(fd, 4 << 20, 8 << 20), 0, 'posix_fadvise answers 0');
+  const after = residentPages(file)!;
+  t.ok(after <= before - (8 << 20) / 4096, `the 8 MiB asked for are gone: ${after} pages cached`);
+  t.ok(after >= before - (8 << 20) / 4096 - 16, 'and only those');
+  t.equal(await drop!(1 << 30, 0, 0), osConstants.errno.EBADF, 'a descriptor not open: EBADF');
+  t.throws(() => drop!(-1, 0, 0), TypeError, 'a negative number: a TypeError');
 });
