@@ -153,6 +153,38 @@ t.test('a commit reuses the stored chunks it did not change', async (t) => {
   t.equal(f.refs(c0!), 2, 'shared by both versions');
 });
 
+t.test('a write over a whole chunk loads none of its stored bytes; partial writes still read zeros around them', async (t) => {
+  const f = makeFs(t);
+  const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
+  const hasher = new ChunkHasher();
+  t.teardown(() => hasher.close());
+  await f.fs.write('/w', noise(3 * CHUNK_SIZE, 13));
+  const content = await backend.content('/w');
+  const loaded: number[] = [];
+  const counted = { ...content, load: (i: number) => (loaded.push(i), content.load(i)), loadInto: content.loadInto && ((i: number, target: Buffer) => (loaded.push(i), content.loadInto!(i, target))) };
+  const file = new OpenFile('/w', counted, { mtime: 1, hasher });
+  const whole = noise(CHUNK_SIZE, 14);
+  await file.write(whole, CHUNK_SIZE, CHUNK_SIZE);
+  t.same(loaded, [], 'chunk 1 written whole: its stored bytes were not loaded');
+  await file.write(Buffer.from('xy'), 2, 2 * CHUNK_SIZE + 7);
+  t.same(loaded, [2], 'chunk 2 written in part: loaded once');
+  const back = Buffer.alloc(3 * CHUNK_SIZE);
+  await file.read(back, back.length, 0, async () => undefined);
+  const model = Buffer.from(noise(3 * CHUNK_SIZE, 13));
+  whole.copy(model, CHUNK_SIZE);
+  model.write('xy', 2 * CHUNK_SIZE + 7);
+  t.ok(back.equals(model), 'the file reads as written');
+  await file.dispose();
+  // The pool now holds buffers full of earlier bytes: a new file's partial chunk still reads zeros.
+  const fresh = new OpenFile('/n', undefined, { mtime: 1, hasher });
+  await fresh.write(noise(CHUNK_SIZE, 15), CHUNK_SIZE, 0);
+  await fresh.write(Buffer.from('z'), 1, CHUNK_SIZE + 100);
+  const tail = Buffer.alloc(101, 0xee);
+  await fresh.read(tail, 101, CHUNK_SIZE, async () => undefined);
+  t.ok(tail.equals(Buffer.concat([Buffer.alloc(100), Buffer.from('z')])), 'zeros before the byte written');
+  await fresh.dispose();
+});
+
 t.test('a detached file keeps its content after the stored file is deleted', async (t) => {
   const f = makeFs(t);
   const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });

@@ -99,13 +99,16 @@ export class ChunkHasher {
   readonly #releasing = new Set<SharedArrayBuffer>();
   #bytesSent = 0;
 
-  /** A zero-filled chunk buffer the worker can read without a copy (a SharedArrayBuffer, reused). */
-  acquire(): Buffer {
+  /**
+   * A chunk buffer the worker can read without a copy (a SharedArrayBuffer, reused): zero-filled,
+   * or (`zeroed` false, for a caller that writes all of it at once) holding a reused buffer's bytes.
+   */
+  acquire(zeroed = true): Buffer {
     const sab = this.#pool.pop();
     if (!sab) return Buffer.from(new SharedArrayBuffer(CHUNK_SIZE));
     // Zeroed as doubles: V8 fills a shared byte array one relaxed store per byte (~0.35 ms a MiB
     // here, a tenth of a sequential write's main-thread time); eight bytes a store is ~8× faster.
-    new Float64Array(sab).fill(0);
+    if (zeroed) new Float64Array(sab).fill(0);
     return Buffer.from(sab);
   }
 

@@ -269,7 +269,8 @@ export class OpenFile {
         const i = Math.floor(off / CS);
         const start = i * CS;
         const upto = Math.min(end, start + CS);
-        const chunk = await this.#dirtyChunk(i, upto - start);
+        // A write over the whole chunk needs neither zeros nor the chunk's earlier bytes first.
+        const chunk = await this.#dirtyChunk(i, upto - start, off === start && upto - start === CS);
         this.#mutated(i);
         buf.copy(chunk, off - start, off - pos, upto - pos);
         // A write reaching a chunk's end usually completes it: hash it now, off the main thread.
@@ -693,7 +694,7 @@ export class OpenFile {
   }
 
   /** The dirty buffer of chunk `i`, at least `need` bytes long, made from the base when first touched. */
-  async #dirtyChunk(i: number, need: number): Promise<Buffer> {
+  async #dirtyChunk(i: number, need: number, overwritten = false): Promise<Buffer> {
     const start = i * CS;
     let chunk = this.#dirty.get(i);
     if (chunk) {
@@ -710,16 +711,16 @@ export class OpenFile {
     const held = this.#held.get(i);
     if (!chunk && held !== undefined) {
       // Written again: back into memory, and the stored copy's hold is given up.
-      chunk = this.#alloc(CS);
-      this.#heldChunk(held).copy(chunk);
+      chunk = this.#alloc(CS, !overwritten);
+      if (!overwritten) this.#heldChunk(held).copy(chunk);
       this.#held.delete(i);
       this.#dirty.set(i, chunk);
       this.#release([held]);
     }
     if (!chunk) {
-      const valid = Math.max(0, Math.min(CS, this.#keep - start));
+      const valid = overwritten ? 0 : Math.max(0, Math.min(CS, this.#keep - start));
       // Chunk 0 grows as needed (most files are small); a later chunk means a big file: full size at once.
-      chunk = this.#alloc(i === 0 ? Math.max(need, valid) : CS);
+      chunk = this.#alloc(i === 0 ? Math.max(need, valid) : CS, !overwritten);
       if (valid > 0) (await this.#baseChunk(i)).copy(chunk, 0, 0, valid);
       this.#dirty.set(i, chunk);
       if (this.#cached?.index === i) this.#cached = undefined;
@@ -733,9 +734,13 @@ export class OpenFile {
     return chunk;
   }
 
-  /** A zeroed chunk buffer: a full one is shared with the hasher's thread (handing it over copies nothing). */
-  #alloc(size: number): Buffer {
-    return size === CS && this.#hasher ? this.#hasher.acquire() : Buffer.alloc(size);
+  /**
+   * A chunk buffer, zeroed unless the caller writes every byte of it at once: a full one is shared
+   * with the hasher's thread (handing it over copies nothing).
+   */
+  #alloc(size: number, zeroed = true): Buffer {
+    if (size === CS && this.#hasher) return this.#hasher.acquire(zeroed);
+    return zeroed ? Buffer.alloc(size) : Buffer.allocUnsafeSlow(size);
   }
 
   /** Drop dirty chunk `i` from memory (its buffer may be reused). */
