@@ -136,3 +136,20 @@ t.test('the native dropper takes a file\'s clean pages out of the page cache', {
   t.equal(await drop!(1 << 30, 0, 0), osConstants.errno.EBADF, 'a descriptor not open: EBADF');
   t.throws(() => drop!(-1, 0, 0), TypeError, 'a negative number: a TypeError');
 });
+
+t.test('lmdb: has() answers by key alone: the next key is not a match, and a put in the same transaction counts', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-lmdb-'));
+  const store = new LmdbStore(dir);
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const [a, b, c] = ['a', 'b', 'c'].map((x) => x.repeat(64));
+  await store.transact(() => store.blobs.put(b!, randomBytes(1 << 20)));
+  t.same([store.blobs.has(a!), store.blobs.has(b!), store.blobs.has(c!), store.blobs.has(b!.slice(0, 63))], [false, true, false, false]);
+  const inside = await store.transact(() => {
+    store.blobs.put(c!, randomBytes(10));
+    return store.blobs.has(c!);
+  });
+  t.equal(inside, true, 'seen inside the transaction that put it');
+});

@@ -69,7 +69,10 @@ class LmdbBlobStore implements BlobStore {
     return bytes && bytes.subarray(0, bytes.length);
   }
   has(hash: string): boolean {
-    return this.db.doesExist(hash);
+    // By key alone: lmdb-js's doesExist reads the value, copying a 1 MiB chunk (43–55 µs against
+    // 5–9 here; a commit of a large file checks each of its unchanged chunks).
+    for (const key of this.db.getKeys({ start: hash, limit: 1 })) return key === hash;
+    return false;
   }
   hashes(): Iterable<string> {
     return this.db.getKeys({}) as Iterable<string>;
