@@ -3,7 +3,8 @@
  * Ordinary tools inside a real mount served by `svc serve --mount`: cp -r + diff -r, tar x/c,
  * rsync -a (twice: the second run finds nothing to do), git on a few hundred files, an editor-style
  * save, SQLite (rollback journal, then WAL with two writers), mv of a directory, chmod/touch -d/ln -s
- * seen through stat, and the errno of each failure.
+ * seen through stat, copy_file_range, sparse files, fallocate, programs racing over one tree or over
+ * a file whose directory is renamed, and the errno of each failure.
  */
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
