@@ -262,6 +262,52 @@ t.test('rename, chmod and mkdir of a queued path wait for its batch (the barrier
   t.equal((await call(ops.mkdir, '/mode', 0o40755))[0], -17, 'mkdir over a file: EEXIST');
 });
 
+t.test('chmod, chown and utimens of a queued file are folded into its close: no transaction of their own', async (t) => {
+  const { store, fs, ops, backend, journal, seen } = await setup(t);
+  store.hold({ transactions: true });
+  await writeFile(ops, '/t', 'text');
+  const mtime = Date.UTC(2001, 1, 3, 4, 5, 6);
+  const changed = Promise.all([call(ops.chmod, '/t', 0o600), call(ops.chown, '/t', 1234, 5678), call(ops.utimens, '/t', mtime, mtime)]);
+  t.ok(await settlesSoon(changed), 'answered while the store is held (before, each waited for the batch)');
+  t.same((await changed).map(([c]) => c), [0, 0, 0]);
+  const [, st] = await call<{ mode: number; uid: number; gid: number; mtime: Date }>(ops.getattr, '/t');
+  t.same([st!.mode & 0o7777, st!.uid, st!.gid, new Date(st!.mtime).getTime()], [0o600, 1234, 5678, mtime], 'the mount shows them at once');
+  t.equal(journal.lastSeq, 4, 'one journal record each');
+  store.release();
+  await backend.drain();
+  const rec = fs.stat('/t');
+  t.same([rec?.mode, rec?.uid, rec?.gid, rec?.modified], [0o600, 1234, 5678, mtime], 'committed with the close');
+  t.equal(fs.read('/t').content.toString(), 'text');
+  t.same(fs.listVersions('/t').map((v) => v.version), [1], 'no version of their own');
+  t.equal(fs.mark(JOURNAL_MARK), 4, 'the mark covers the folded records');
+  t.same(seen.filter((e) => e.path === '/t').map((e) => e.type), ['write'], 'one change event');
+  // A change to a file no longer queued is committed as before.
+  t.equal((await call(ops.chmod, '/t', 0o644))[0], 0);
+  t.equal(fs.stat('/t')?.mode, 0o644);
+});
+
+t.test('after a crash, attribute changes folded into queued closes are replayed after them', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-replay-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const a = await open(dir);
+  a.store.hold({ transactions: true });
+  await writeFile(a.ops, '/x', 'x1');
+  const mtime = Date.UTC(2002, 2, 4);
+  t.equal((await call(a.ops.utimens, '/x', mtime, mtime))[0], 0);
+  await writeFile(a.ops, '/y', 'y1');
+  t.equal((await call(a.ops.chmod, '/y', 0o604))[0], 0, 'the last record is an attribute change');
+  t.same(parseJournal(readFileSync(join(dir, JOURNAL_FILE))).map((r) => [r.seq, r.path, r.change]), [
+    [1, '/x', undefined], [2, '/x', { modified: mtime }], [3, '/y', undefined], [4, '/y', { mode: 0o604 }],
+  ]);
+  await a.lmdb.close();
+  const b = await reopen(t, dir);
+  t.equal(b.fs.read('/x').content.toString(), 'x1');
+  t.equal(b.fs.stat('/x')?.modified, mtime, 'the time set after the close');
+  t.equal(b.fs.stat('/y')?.mode, 0o604, 'the mode set after the close');
+  t.same(b.fs.listVersions('/x').map((v) => v.version), [1], 'one version');
+  t.equal(b.fs.mark(JOURNAL_MARK), 4, 'the mark covers the last record, an attribute change');
+});
+
 t.test('a file unlinked and created again while queued starts a new history', async (t) => {
   const { store, fs, ops, backend } = await setup(t);
   await writeFile(ops, '/re', 'old');

@@ -12,8 +12,8 @@
  * that before appending more).
  *
  * Record: magic (u32 BE), header length (u32), data length (u32), CRC-32 of header and data (u32),
- * header (JSON: seq, path, modified, attributes, symlink, delete), data (the file's whole content;
- * empty for a delete). A torn
+ * header (JSON: seq, path, modified, attributes, symlink, delete, change), data (the file's whole
+ * content; empty for a delete and for an attribute change). A torn
  * or corrupt tail (a write cut short) ends the replay there: such a close was never answered.
  */
 import { closeSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Logger } from '../../core/log.js';
 import type { EntryAttributes } from '../../fs/records.js';
-import type { FsService } from '../../fs/service.js';
+import type { AttributeChanges, FsService } from '../../fs/service.js';
 
 /** The journal's file name under the data directory. */
 export const JOURNAL_FILE = 'fuse-journal';
@@ -32,12 +32,14 @@ export const ROTATE_BYTES = 8 * 1024 * 1024;
 const MAGIC = 0x53564a31; // "SVJ1"
 const FRAME = 16;
 
-/** One journaled change: a file's whole new content, or its deletion. */
+/** One journaled change: a file's whole new content, its deletion, or a change of its attributes. */
 export interface JournalRecord {
   seq: number;
   path: string;
   /** An unlink (no content). */
   delete?: boolean | undefined;
+  /** An attribute change of a file whose close is journaled before it (no content). */
+  change?: AttributeChanges | undefined;
   /** Modification time to record, ms. */
   modified: number;
   attributes?: EntryAttributes | undefined;
@@ -75,15 +77,34 @@ export class FuseJournal {
     let last = records.reduce((max, r) => Math.max(max, r.seq), applied);
     if (pending.length > 0) {
       last = pending.at(-1)!.seq;
-      const results = await deps.fs.writeMany(
-        pending.map((r) => (r.delete
-          ? { path: r.path, delete: true as const }
-          : { path: r.path, pieces: [{ data: r.data }], opts: { attributes: r.attributes, modified: r.modified, symlink: r.symlink } })),
-        { mark: { name: JOURNAL_MARK, value: last } },
-      );
-      results.forEach((r, i) => {
-        if (r.status === 'rejected') deps.log.error({ err: r.reason, path: pending[i]!.path }, 'replaying a journaled FUSE close failed');
-      });
+      // Closes and unlinks in one transaction per run of them; an attribute change after them, on its own.
+      let run: JournalRecord[] = [];
+      const commitRun = async (mark: number) => {
+        const results = await deps.fs.writeMany(
+          run.map((r) => (r.delete
+            ? { path: r.path, delete: true as const }
+            : { path: r.path, pieces: [{ data: r.data }], opts: { attributes: r.attributes, modified: r.modified, symlink: r.symlink } })),
+          { mark: { name: JOURNAL_MARK, value: mark } },
+        );
+        results.forEach((r, i) => {
+          if (r.status === 'rejected') deps.log.error({ err: r.reason, path: run[i]!.path }, 'replaying a journaled FUSE close failed');
+        });
+        run = [];
+      };
+      for (const r of pending) {
+        if (!r.change) {
+          run.push(r);
+          continue;
+        }
+        if (run.length > 0) await commitRun(run.at(-1)!.seq);
+        try {
+          await deps.fs.setAttributes(r.path, r.change);
+        } catch (err) {
+          deps.log.error({ err, path: r.path }, 'replaying a journaled FUSE attribute change failed');
+        }
+      }
+      // The mark covers every record replayed (an attribute change last: with no close after it).
+      await commitRun(last);
       deps.log.info({ records: pending.length }, 'replayed FUSE closes from the journal');
     }
     const journal = new FuseJournal(file, last);
@@ -109,6 +130,7 @@ export class FuseJournal {
     const seq = this.#seq + 1;
     const header = Buffer.from(JSON.stringify({
       seq, path: rec.path, modified: rec.modified, attributes: rec.attributes, symlink: rec.symlink || undefined, delete: rec.delete || undefined,
+      change: rec.change,
     }));
     const out = Buffer.allocUnsafe(FRAME + header.length + rec.data.length);
     out.writeUInt32BE(MAGIC, 0);

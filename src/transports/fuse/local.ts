@@ -11,7 +11,8 @@
  * records the journal position it applied). Until its batch is committed, a queued file is served
  * from memory here (stat, list, content: the overlay), with the version it will get (a queued
  * removal: absent); every other change (rename, mkdir, rmdir, attributes, a large commit) first waits for the queue to
- * drain (the barrier), so changes reach the store in the order the mount made them, and sync()
+ * drain (the barrier), so changes reach the store in the order the mount made them (an attribute
+ * change to a file whose close is queued is folded into that close instead: {@link LocalBackend.setAttributes}), and sync()
  * waits for the queue and then the flush. Every change made through another face waits for the
  * queue too (an FsService barrier), so it lands after the closes the mount has answered. Paths the
  * `direct` predicate names (inside a storage mount, whose host directory a commit hook writes) are
@@ -61,6 +62,7 @@ const GATHER_MAX_BYTES = 16 * 1024 * 1024;
 
 /** A small file's commit (or a file's removal) answered from the journal, waiting for its batch. */
 interface Queued {
+  /** Its journal record's sequence number (an attribute change folded in: that record's). */
   seq: number;
   path: string;
   data: Buffer;
@@ -69,6 +71,8 @@ interface Queued {
   attributes: EntryAttributes | undefined;
   symlink: boolean;
   modified: number;
+  /** Taken by the batch being committed: nothing more can be folded in. */
+  batched?: boolean | undefined;
 }
 
 /**
@@ -274,8 +278,39 @@ export class LocalBackend implements FuseBackend {
   }
 
   async setAttributes(path: string, changes: AttributeChanges): Promise<void> {
+    if (this.#journal && !this.#direct(path) && this.#queued.get(path)?.info) {
+      await this.#roomInJournal(this.#journal);
+      const q = this.#queued.get(path);
+      if (q?.info && !q.batched) return this.#fold(this.#journal, q, q.info, changes);
+    }
     await this.drain();
     await this.#fs.setAttributes(path, changes, NOT_DURABLE);
+  }
+
+  /**
+   * An attribute change to a file whose close is queued and not yet taken by a batch is folded into
+   * it: journaled as a record of its own (a replay applies it after the close), and committed with
+   * the close, as its attributes and modification time. It needs no transaction of its own: git
+   * sets the times of each file it has just written, `cp -p` and `install -m` the times or mode.
+   */
+  #fold(journal: FuseJournal, q: Queued, info: NodeInfo, changes: AttributeChanges): void {
+    this.#fs.checkChange('write', q.path);
+    const change: AttributeChanges = {
+      mode: changes.mode === undefined ? undefined : changes.mode & 0o7777, uid: changes.uid, gid: changes.gid, modified: changes.modified,
+    };
+    const seq = journal.append({ path: q.path, modified: change.modified ?? q.modified, change, data: Buffer.alloc(0) });
+    const attributes: EntryAttributes = { ...q.attributes };
+    if (change.mode !== undefined) attributes.mode = change.mode;
+    if (change.uid !== undefined) attributes.uid = change.uid;
+    if (change.gid !== undefined) attributes.gid = change.gid;
+    q.attributes = attributes;
+    if (change.modified !== undefined) q.modified = change.modified;
+    q.info = {
+      ...info, mode: attributes.mode ?? info.mode, uid: attributes.uid ?? info.uid, gid: attributes.gid ?? info.gid,
+      mtime: q.modified, ctime: q.modified,
+    };
+    q.seq = seq;
+    this.#queuedSeq = seq;
   }
 
   async versions(path: string): Promise<VersionInfo[]> {
@@ -434,18 +469,23 @@ export class LocalBackend implements FuseBackend {
       const batch = this.#queue;
       this.#queue = [];
       this.#queueBytes = 0;
+      for (const q of batch) q.batched = true;
+      // The journal position the batch applies: its newest record (a folded change's record is
+      // newer than the changes queued after its close, which this batch holds too).
+      const applied = batch.reduce((n, q) => Math.max(n, q.seq), 0);
       let results: PromiseSettledResult<unknown>[];
       try {
         results = await this.#fs.writeMany(
           batch.map((q) => (q.info
             ? { path: q.path, pieces: [{ data: q.data, hash: q.info.etag }], opts: { attributes: q.attributes, modified: q.modified, symlink: q.symlink || undefined } }
             : { path: q.path, delete: true as const })),
-          { ...NOT_DURABLE, pastBarrier: true, mark: { name: JOURNAL_MARK, value: batch.at(-1)!.seq } },
+          { ...NOT_DURABLE, pastBarrier: true, mark: { name: JOURNAL_MARK, value: applied } },
         );
       } catch (err) {
         // Nothing was committed (see the module note): the batch goes back to the queue's front,
         // still served and journaled, and is tried again after a pause.
         this.#failure = err;
+        for (const q of batch) q.batched = false;
         this.#queue = [...batch, ...this.#queue];
         this.#queueBytes = this.#queue.reduce((n, q) => n + q.data.length, 0);
         this.#log?.error({ err, changes: batch.length, retryMs: pauseMs }, 'committing closed files failed; they stay queued and are tried again');
@@ -462,7 +502,7 @@ export class LocalBackend implements FuseBackend {
         if (r.status === 'rejected') this.#log?.error({ err: r.reason, path: q.path }, q.info ? 'committing a closed file failed' : 'removing a file failed');
         if (this.#queued.get(q.path) === q) this.#queued.delete(q.path);
       });
-      this.#settledSeq = batch.at(-1)!.seq;
+      this.#settledSeq = applied;
       for (const wake of this.#batchWaiters.splice(0)) wake();
     }
     if (this.#queue.length === 0) journal.applied();
