@@ -119,7 +119,9 @@ export interface WriteOptions extends ChangeOrigin {
 /** One change of {@link FsService.writeMany}: a file's new content, or its deletion. */
 export type BatchItem =
   | { path: string; pieces: readonly ContentPiece[]; opts?: WriteChunksOptions | undefined }
-  | { path: string; delete: true };
+  | { path: string; delete: true }
+  /** A directory made, as {@link FsService.mkdir} without `parents`, with its modification time. */
+  | { path: string; mkdir: true; attributes?: EntryAttributes | undefined; modified?: number | undefined };
 
 /** One chunk of content handed to {@link FsService.writeChunks}. */
 export interface ContentPiece {
@@ -550,12 +552,20 @@ export class FsService {
     batch: ChangeOrigin & { mark?: { name: string; value: number } | undefined } = {},
   ): Promise<PromiseSettledResult<WriteResult | undefined>[]> {
     await this.#pastBarriers(batch);
-    type Prepared = { p: string; etag: string; size: number; chunks: StoredPiece[]; opts: WriteOptions } | { p: string; delete: true } | { error: unknown };
+    type Prepared = { p: string; etag: string; size: number; chunks: StoredPiece[]; opts: WriteOptions } | { p: string; delete: true }
+      | { p: string; mkdir: true; attributes: EntryAttributes | undefined; modified: number | undefined } | { error: unknown };
     const settles: (() => void)[] = [];
     const prepared: Prepared[] = [];
     for (const item of items) {
       try {
-        const opts = { ...('delete' in item ? {} : item.opts), fromBackend: batch.fromBackend };
+        const opts = { ...('pieces' in item ? item.opts : {}), fromBackend: batch.fromBackend };
+        if ('mkdir' in item) {
+          const p = normalizePath(item.path);
+          if (p === '/') throw new ExistsError('Directory already exists: /', { path: p });
+          settles.push(this.#check(opts, 'mkdir', [p], false));
+          prepared.push({ p, mkdir: true, attributes: item.attributes, modified: item.modified });
+          continue;
+        }
         const p = normalizeFilePath(item.path);
         if ('delete' in item) {
           settles.push(this.#check(opts, 'delete', [p], false));
@@ -578,6 +588,10 @@ export class FsService {
               this.#deleteFile(item.p);
               return { created: [], version: 0 };
             }
+            if ('mkdir' in item) {
+              this.#makeDir(item.p, item.attributes, item.modified ?? now, now);
+              return { created: [item.p], version: 0 };
+            }
             return this.#putVersion(item.p, item.etag, item.size, item.chunks, item.opts, now);
           } catch (error) {
             return { error };
@@ -594,6 +608,10 @@ export class FsService {
           events.push({ type: 'delete', path: item.p, at: iso(now) });
           return { status: 'fulfilled', value: undefined };
         }
+        if ('mkdir' in item) {
+          events.push(...mkdirEvents(o.created, now));
+          return { status: 'fulfilled', value: undefined };
+        }
         events.push(...mkdirEvents(o.created, now), { type: 'write', path: item.p, etag: item.etag, version: o.version, at: iso(now) });
         return { status: 'fulfilled', value: { etag: item.etag, version: o.version, size: item.size, modified_at: new Date(now) } };
       });
@@ -602,6 +620,14 @@ export class FsService {
     } finally {
       for (const settle of settles) settle();
     }
+  }
+
+  /** Inside a transaction: make directory `p` in an existing directory (mkdir without `parents`). */
+  #makeDir(p: string, attributes: EntryAttributes | undefined, modified: number, now: number): void {
+    const existing = this.#entries.get(entryKey(p));
+    if (existing) throw new ExistsError(existing.kind === 'dir' ? `Directory already exists: ${p}` : `File exists: ${p}`, { path: p });
+    this.#checkParents(p, false);
+    this.#entries.put(entryKey(p), { kind: 'dir', created: now, modified, ...attributes } satisfies DirRecord);
   }
 
   /** Inside a transaction: check that `p` is a file, then remove it. */

@@ -106,6 +106,7 @@ async function readFile(ops: FuseOperations, path: string): Promise<string> {
 t.test('a close is answered before its commit, and the mount shows the file at once', async (t) => {
   const { store, fs, ops, seen, backend } = await setup(t);
   await call(ops.mkdir, '/d', 0o40755);
+  await backend.drain();
   store.hold({ transactions: true });
   const closed = writeFile(ops, '/d/a.txt', 'hello');
   t.ok(await settlesSoon(closed), 'create, write, flush and release answer while the store is held');
@@ -131,6 +132,7 @@ t.test('a path whose changes must leave the store at once (a storage mount) is c
   const { fs, ops, backend } = await setup(t, { direct: (p) => p.startsWith('/host/') });
   await call(ops.mkdir, '/host', 0o40755);
   await call(ops.mkdir, '/other', 0o40755);
+  await backend.drain();
   const mirrored: string[] = [];
   fs.addCommitHook(async (events) => void mirrored.push(...events.map((e) => `${e.type} ${e.path}`)));
   await writeFile(ops, '/host/a.txt', 'to the host');
@@ -232,7 +234,7 @@ t.test('rewrites of a queued file get the next versions, in order', async (t) =>
   t.same(fs.listVersions('/v').map((v) => [v.version, fs.content(fs.versionRecord('/v', v.version)).toString()]), [[3, 'three'], [2, 'two'], [1, 'one']]);
 });
 
-t.test('rename, chmod and mkdir of a queued path wait for its batch (the barrier); unlink is queued behind it', async (t) => {
+t.test('rename of a queued path waits for its batch (the barrier); unlink is queued behind it', async (t) => {
   const { store, fs, ops, backend, seen } = await setup(t);
   store.hold({ transactions: true });
   await writeFile(ops, '/gone', 'g');
@@ -306,6 +308,48 @@ t.test('after a crash, attribute changes folded into queued closes are replayed 
   t.equal(b.fs.stat('/y')?.mode, 0o604, 'the mode set after the close');
   t.same(b.fs.listVersions('/x').map((v) => v.version), [1], 'one version');
   t.equal(b.fs.mark(JOURNAL_MARK), 4, 'the mark covers the last record, an attribute change');
+});
+
+t.test('mkdir is queued like a close: shown at once, files made in it queue behind it, committed in order', async (t) => {
+  const { store, fs, ops, backend, seen } = await setup(t);
+  store.hold({ transactions: true });
+  const made = call(ops.mkdir, '/m', 0o40750);
+  t.ok(await settlesSoon(made), 'answered while the store is held (before, it waited for the queue and its own commit)');
+  t.same(await made, [0, undefined]);
+  t.equal((await call(ops.mkdir, '/m/n', 0o40755))[0], 0, 'a directory in the queued one');
+  const closed = writeFile(ops, '/m/n/f', 'in a queued directory');
+  t.ok(await settlesSoon(closed), 'a close in it is queued too');
+  await closed;
+  t.equal((await call(ops.chmod, '/m', 0o700))[0], 0, 'chmod of the queued directory is folded in');
+  const [, st] = await call<{ mode: number }>(ops.getattr, '/m');
+  t.equal(st!.mode & 0o170000, 0o040000, 'getattr: a directory');
+  t.equal(st!.mode & 0o7777, 0o700);
+  t.same((await call<string[]>(ops.readdir, '/m'))[1], ['.', '..', 'n'], 'readdir of the queued directory');
+  t.ok((await call<string[]>(ops.readdir, '/'))[1]!.includes('m'), 'and of its parent');
+  t.equal(await readFile(ops, '/m/n/f'), 'in a queued directory');
+  t.equal((await call(ops.mkdir, '/m', 0o40755))[0], -17, 'mkdir again: EEXIST');
+  t.equal(fs.stat('/m'), undefined, 'nothing committed yet');
+  store.release();
+  await backend.drain();
+  t.same([fs.stat('/m')?.kind, fs.stat('/m')?.mode, fs.stat('/m/n')?.kind], ['dir', 0o700, 'dir'], 'committed');
+  t.equal(fs.read('/m/n/f').content.toString(), 'in a queued directory');
+  t.same(seen.filter((e) => e.path.startsWith('/m')).map((e) => [e.type, e.path]), [['mkdir', '/m'], ['mkdir', '/m/n'], ['write', '/m/n/f']], 'events in order');
+  t.equal((await call(ops.rmdir, '/m/n'))[0], -39, 'rmdir of a directory with a file: ENOTEMPTY');
+});
+
+t.test('after a crash, directories made and queued are replayed before the files in them', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-replay-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const a = await open(dir);
+  a.store.hold({ transactions: true });
+  t.equal((await call(a.ops.mkdir, '/d', 0o40751))[0], 0);
+  await writeFile(a.ops, '/d/f', 'f');
+  t.same(parseJournal(readFileSync(join(dir, JOURNAL_FILE))).map((r) => [r.seq, r.path, r.mkdir]), [[1, '/d', true], [2, '/d/f', undefined]]);
+  await a.lmdb.close();
+  const b = await reopen(t, dir);
+  t.same([b.fs.stat('/d')?.kind, b.fs.stat('/d')?.mode], ['dir', 0o751], 'the directory, with its mode');
+  t.equal(b.fs.read('/d/f').content.toString(), 'f', 'and the file in it');
+  t.equal(b.fs.mark(JOURNAL_MARK), 2);
 });
 
 t.test('a file unlinked and created again while queued starts a new history', async (t) => {
@@ -414,7 +458,7 @@ t.test('closes made within the gathering window share one transaction; whoever w
   t.equal(s.fs.mark(JOURNAL_MARK), 3);
 
   await writeFile(s.ops, '/d', 'd');
-  t.equal((await call(s.ops.mkdir, '/e', 0o755))[0], 0, 'a barrier (mkdir waits for what is queued) ends it too');
+  t.equal((await call(s.ops.rename, '/a', '/e'))[0], 0, 'a barrier (rename waits for what is queued) ends it too');
   t.equal(s.fs.read('/d').content.toString(), 'd');
   await writeFile(s.ops, '/f', 'f');
   await s.backend.close();

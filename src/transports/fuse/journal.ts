@@ -2,7 +2,8 @@
  * @module transports/fuse/journal
  * The in-process mount's journal of small-file closes answered before their commit.
  *
- * A close of a small file (or an unlink of a file) is answered once its record is appended here (one plain write(), no
+ * A close of a small file (or an unlink of a file, a directory made, or an attribute change of one
+ * of those still queued) is answered once its record is appended here (one plain write(), no
  * fsync: the kernel holds it, so it survives a crash of the daemon as a local disk's close() does),
  * and many closes are then committed in ONE LMDB transaction (the local backend's group commit),
  * which also stores the sequence number of the last record it applied ({@link JOURNAL_MARK}). At
@@ -12,8 +13,8 @@
  * that before appending more).
  *
  * Record: magic (u32 BE), header length (u32), data length (u32), CRC-32 of header and data (u32),
- * header (JSON: seq, path, modified, attributes, symlink, delete, change), data (the file's whole
- * content; empty for a delete and for an attribute change). A torn
+ * header (JSON: seq, path, modified, attributes, symlink, delete, change, mkdir), data (the file's
+ * whole content; empty for a delete, an attribute change and a directory made). A torn
  * or corrupt tail (a write cut short) ends the replay there: such a close was never answered.
  */
 import { closeSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
@@ -32,7 +33,7 @@ export const ROTATE_BYTES = 8 * 1024 * 1024;
 const MAGIC = 0x53564a31; // "SVJ1"
 const FRAME = 16;
 
-/** One journaled change: a file's whole new content, its deletion, or a change of its attributes. */
+/** One journaled change: a file's whole new content, its deletion, a change of its attributes, or a directory made. */
 export interface JournalRecord {
   seq: number;
   path: string;
@@ -40,6 +41,8 @@ export interface JournalRecord {
   delete?: boolean | undefined;
   /** An attribute change of a file whose close is journaled before it (no content). */
   change?: AttributeChanges | undefined;
+  /** A directory made (no content), with `attributes` and `modified`. */
+  mkdir?: boolean | undefined;
   /** Modification time to record, ms. */
   modified: number;
   attributes?: EntryAttributes | undefined;
@@ -77,13 +80,15 @@ export class FuseJournal {
     let last = records.reduce((max, r) => Math.max(max, r.seq), applied);
     if (pending.length > 0) {
       last = pending.at(-1)!.seq;
-      // Closes and unlinks in one transaction per run of them; an attribute change after them, on its own.
+      // Closes, unlinks and directories made in one transaction per run of them; an attribute change after them, on its own.
       let run: JournalRecord[] = [];
       const commitRun = async (mark: number) => {
         const results = await deps.fs.writeMany(
           run.map((r) => (r.delete
             ? { path: r.path, delete: true as const }
-            : { path: r.path, pieces: [{ data: r.data }], opts: { attributes: r.attributes, modified: r.modified, symlink: r.symlink } })),
+            : r.mkdir
+              ? { path: r.path, mkdir: true as const, attributes: r.attributes, modified: r.modified }
+              : { path: r.path, pieces: [{ data: r.data }], opts: { attributes: r.attributes, modified: r.modified, symlink: r.symlink } })),
           { mark: { name: JOURNAL_MARK, value: mark } },
         );
         results.forEach((r, i) => {
@@ -130,7 +135,7 @@ export class FuseJournal {
     const seq = this.#seq + 1;
     const header = Buffer.from(JSON.stringify({
       seq, path: rec.path, modified: rec.modified, attributes: rec.attributes, symlink: rec.symlink || undefined, delete: rec.delete || undefined,
-      change: rec.change,
+      change: rec.change, mkdir: rec.mkdir || undefined,
     }));
     const out = Buffer.allocUnsafe(FRAME + header.length + rec.data.length);
     out.writeUInt32BE(MAGIC, 0);

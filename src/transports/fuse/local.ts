@@ -6,13 +6,13 @@
  * committed without waiting for the store's flush; fsync waits for it (see {@link NOT_DURABLE}).
  *
  * Group commit of small files: with a journal, a commit of a file of at most
- * {@link BATCH_MAX_BYTES}, or the removal of a file, is answered once its record is appended to
+ * {@link BATCH_MAX_BYTES}, the removal of a file, or a directory made, is answered once its record is appended to
  * the journal, and the changes queued within a short window (see {@link GATHER_MS}) go into ONE transaction (which also
  * records the journal position it applied). Until its batch is committed, a queued file is served
  * from memory here (stat, list, content: the overlay), with the version it will get (a queued
- * removal: absent); every other change (rename, mkdir, rmdir, attributes, a large commit) first waits for the queue to
+ * removal: absent); every other change (rename, rmdir, attributes, a large commit) first waits for the queue to
  * drain (the barrier), so changes reach the store in the order the mount made them (an attribute
- * change to a file whose close is queued is folded into that close instead: {@link LocalBackend.setAttributes}), and sync()
+ * change to something queued is folded into its record instead: {@link LocalBackend.setAttributes}), and sync()
  * waits for the queue and then the flush. Every change made through another face waits for the
  * queue too (an FsService barrier), so it lands after the closes the mount has answered. Paths the
  * `direct` predicate names (inside a storage mount, whose host directory a commit hook writes) are
@@ -31,7 +31,7 @@ import type { Logger } from '../../core/log.js';
 import { parentOf } from '../../core/paths.js';
 import { hasInline, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord } from '../../fs/records.js';
 import { CHUNK_SIZE, type AttributeChanges, type FsService, type HoldRequest } from '../../fs/service.js';
-import { NotFoundError } from '../../core/errors.js';
+import { ExistsError, NotFoundError } from '../../core/errors.js';
 import {
   zeroChunkHash, type CommitOptions, type CommitPiece, type CommitResult, type FuseBackend, type NodeInfo, type SpaceInfo, type StoredContent,
   type VersionInfo,
@@ -60,7 +60,7 @@ const RETRY_MAX_MS = 30_000;
 const GATHER_MAX_CHANGES = 4096;
 const GATHER_MAX_BYTES = 16 * 1024 * 1024;
 
-/** A small file's commit (or a file's removal) answered from the journal, waiting for its batch. */
+/** A small file's commit (or a file's removal, or a directory made) answered from the journal, waiting for its batch. */
 interface Queued {
   /** Its journal record's sequence number (an attribute change folded in: that record's). */
   seq: number;
@@ -73,6 +73,8 @@ interface Queued {
   modified: number;
   /** Taken by the batch being committed: nothing more can be folded in. */
   batched?: boolean | undefined;
+  /** A directory made (info is its kind 'dir'; no content). */
+  dir?: boolean | undefined;
 }
 
 /**
@@ -193,7 +195,9 @@ export class LocalBackend implements FuseBackend {
   async list(dir: string): Promise<[string, NodeInfo][]> {
     const prefix = dir === '/' ? 1 : dir.length + 1;
     const out: [string, NodeInfo][] = [];
-    for (const e of this.#fs.list(dir, { recursive: false })) {
+    // A directory made and still queued holds nothing stored yet.
+    const stored = this.#queued.get(dir)?.dir ? [] : this.#fs.list(dir, { recursive: false });
+    for (const e of stored) {
       const path = e.is_directory ? e.path.slice(0, -1) : e.path;
       if (this.#queued.has(path)) continue;
       const rec = this.#fs.stat(path);
@@ -268,6 +272,22 @@ export class LocalBackend implements FuseBackend {
   }
 
   async mkdir(path: string, attributes: EntryAttributes): Promise<void> {
+    if (this.#journal && !this.#direct(path)) {
+      await this.#roomInJournal(this.#journal);
+      // Queued like a close, in a directory the mount shows (stored or queued itself): nothing
+      // awaits from here to the queueing. Anything else is left to the store to refuse.
+      const parent = parentOf(path);
+      // What the mount shows, queued or stored, is there: no need to wait for the queue to say so.
+      if (path !== '/' && this.#statNow(path)) throw new ExistsError(`File exists: ${path}`, { path });
+      if (path !== '/' && (parent === '/' || this.#statNow(parent)?.kind === 'dir')) {
+        this.#fs.checkChange('mkdir', path);
+        const modified = Date.now();
+        const seq = this.#journal.append({ path, modified, attributes, mkdir: true, data: Buffer.alloc(0) });
+        const info: NodeInfo = { kind: 'dir', size: 0, mtime: modified, ctime: modified, mode: attributes.mode, uid: attributes.uid, gid: attributes.gid };
+        this.#push(this.#journal, { seq, path, data: Buffer.alloc(0), info, attributes, symlink: false, modified, dir: true });
+        return;
+      }
+    }
     await this.drain();
     await this.#fs.mkdir(path, { attributes, ...NOT_DURABLE });
   }
@@ -288,10 +308,11 @@ export class LocalBackend implements FuseBackend {
   }
 
   /**
-   * An attribute change to a file whose close is queued and not yet taken by a batch is folded into
-   * it: journaled as a record of its own (a replay applies it after the close), and committed with
-   * the close, as its attributes and modification time. It needs no transaction of its own: git
-   * sets the times of each file it has just written, `cp -p` and `install -m` the times or mode.
+   * An attribute change to a file whose close (or a directory whose mkdir) is queued and not yet
+   * taken by a batch is folded into it: journaled as a record of its own (a replay applies it after
+   * the record it changes), and committed with that record, as its attributes and modification
+   * time. It needs no transaction of its own: git sets the times of each file it has just written,
+   * `cp -a` and `install -m` the times or mode of what they have just made.
    */
   #fold(journal: FuseJournal, q: Queued, info: NodeInfo, changes: AttributeChanges): void {
     this.#fs.checkChange('write', q.path);
@@ -412,7 +433,7 @@ export class LocalBackend implements FuseBackend {
     const prev = this.#statNow(path);
     if (prev?.kind === 'dir') return undefined;
     const parent = parentOf(path);
-    if (parent !== '/' && (this.#queued.has(parent) || this.#fs.stat(parent)?.kind !== 'dir')) return undefined;
+    if (parent !== '/' && this.#statNow(parent)?.kind !== 'dir') return undefined;
     this.#fs.checkChange('write', path);
     const modified = opts.modified ?? Date.now();
     const etag = createHash('sha256').update(data).digest('hex');
@@ -476,9 +497,11 @@ export class LocalBackend implements FuseBackend {
       let results: PromiseSettledResult<unknown>[];
       try {
         results = await this.#fs.writeMany(
-          batch.map((q) => (q.info
-            ? { path: q.path, pieces: [{ data: q.data, hash: q.info.etag }], opts: { attributes: q.attributes, modified: q.modified, symlink: q.symlink || undefined } }
-            : { path: q.path, delete: true as const })),
+          batch.map((q) => (q.dir
+            ? { path: q.path, mkdir: true as const, attributes: q.attributes, modified: q.modified }
+            : q.info
+              ? { path: q.path, pieces: [{ data: q.data, hash: q.info.etag }], opts: { attributes: q.attributes, modified: q.modified, symlink: q.symlink || undefined } }
+              : { path: q.path, delete: true as const })),
           { ...NOT_DURABLE, pastBarrier: true, mark: { name: JOURNAL_MARK, value: applied } },
         );
       } catch (err) {
