@@ -121,7 +121,9 @@ export type BatchItem =
   | { path: string; pieces: readonly ContentPiece[]; opts?: WriteChunksOptions | undefined }
   | { path: string; delete: true }
   /** A directory made, as {@link FsService.mkdir} without `parents`, with its modification time. */
-  | { path: string; mkdir: true; attributes?: EntryAttributes | undefined; modified?: number | undefined };
+  | { path: string; mkdir: true; attributes?: EntryAttributes | undefined; modified?: number | undefined }
+  /** An empty directory removed, as {@link FsService.rmdir} without `recursive`. */
+  | { path: string; rmdir: true };
 
 /** One chunk of content handed to {@link FsService.writeChunks}. */
 export interface ContentPiece {
@@ -395,8 +397,8 @@ export class FsService {
    * Run the guards for a change without making it: the FUSE face refuses a write when the file is
    * opened, where the caller sees the error, rather than at close, where most tools ignore it.
    */
-  checkChange(kind: MutationKind, path: string): void {
-    this.#check({}, kind, [normalizeFilePath(path)], false)();
+  checkChange(kind: MutationKind, path: string, subtree = false): void {
+    this.#check({}, kind, [normalizeFilePath(path)], subtree)();
   }
 
   /** Add a hook awaited after every commit, before the change is answered and published. */
@@ -553,7 +555,8 @@ export class FsService {
   ): Promise<PromiseSettledResult<WriteResult | undefined>[]> {
     await this.#pastBarriers(batch);
     type Prepared = { p: string; etag: string; size: number; chunks: StoredPiece[]; opts: WriteOptions } | { p: string; delete: true }
-      | { p: string; mkdir: true; attributes: EntryAttributes | undefined; modified: number | undefined } | { error: unknown };
+      | { p: string; mkdir: true; attributes: EntryAttributes | undefined; modified: number | undefined } | { p: string; rmdir: true }
+      | { error: unknown };
     const settles: (() => void)[] = [];
     const prepared: Prepared[] = [];
     for (const item of items) {
@@ -564,6 +567,13 @@ export class FsService {
           if (p === '/') throw new ExistsError('Directory already exists: /', { path: p });
           settles.push(this.#check(opts, 'mkdir', [p], false));
           prepared.push({ p, mkdir: true, attributes: item.attributes, modified: item.modified });
+          continue;
+        }
+        if ('rmdir' in item) {
+          const p = normalizePath(item.path);
+          if (p === '/') throw new InvalidPathError('The root directory cannot be removed', item.path);
+          settles.push(this.#check(opts, 'rmdir', [p], true));
+          prepared.push({ p, rmdir: true });
           continue;
         }
         const p = normalizeFilePath(item.path);
@@ -592,6 +602,10 @@ export class FsService {
               this.#makeDir(item.p, item.attributes, item.modified ?? now, now);
               return { created: [item.p], version: 0 };
             }
+            if ('rmdir' in item) {
+              this.#removeDir(item.p, false);
+              return { created: [], version: 0 };
+            }
             return this.#putVersion(item.p, item.etag, item.size, item.chunks, item.opts, now);
           } catch (error) {
             return { error };
@@ -612,6 +626,10 @@ export class FsService {
           events.push(...mkdirEvents(o.created, now));
           return { status: 'fulfilled', value: undefined };
         }
+        if ('rmdir' in item) {
+          events.push({ type: 'rmdir', path: item.p, at: iso(now) });
+          return { status: 'fulfilled', value: undefined };
+        }
         events.push(...mkdirEvents(o.created, now), { type: 'write', path: item.p, etag: item.etag, version: o.version, at: iso(now) });
         return { status: 'fulfilled', value: { etag: item.etag, version: o.version, size: item.size, modified_at: new Date(now) } };
       });
@@ -620,6 +638,16 @@ export class FsService {
     } finally {
       for (const settle of settles) settle();
     }
+  }
+
+  /** Inside a transaction: remove directory `p`, with what is below it only when `recursive`. */
+  #removeDir(p: string, recursive: boolean): void {
+    const rec = this.#entries.get(entryKey(p));
+    if (!rec) throw new NotFoundError(`Directory not found: ${p}`, { path: p });
+    if (rec.kind !== 'dir') throw notADirectory(p);
+    const hasChild = first(this.#entries.keys({ ...childrenRange(p), limit: 1 })) !== undefined;
+    if (hasChild && !recursive) throw new ValidationError(`Directory not empty: ${p}`, { path: p, errno: 'ENOTEMPTY' });
+    this.#removeSubtree(p);
   }
 
   /** Inside a transaction: make directory `p` in an existing directory (mkdir without `parents`). */
@@ -812,16 +840,7 @@ export class FsService {
     await this.#pastBarriers(opts);
     const settle = this.#check(opts, 'rmdir', [p], true);
     try {
-      await this.#transact(opts, () => {
-        const rec = this.#entries.get(entryKey(p));
-        if (!rec) throw new NotFoundError(`Directory not found: ${p}`, { path: p });
-        if (rec.kind !== 'dir') throw notADirectory(p);
-        const hasChild = first(this.#entries.keys({ ...childrenRange(p), limit: 1 })) !== undefined;
-        if (hasChild && !opts.recursive) {
-          throw new ValidationError(`Directory not empty: ${p}`, { path: p, errno: 'ENOTEMPTY' });
-        }
-        this.#removeSubtree(p);
-      });
+      await this.#transact(opts, () => this.#removeDir(p, opts.recursive ?? false));
       await this.#commit([{ type: 'rmdir', path: p, at: iso(Date.now()) }]);
     } finally {
       settle();

@@ -337,19 +337,47 @@ t.test('mkdir is queued like a close: shown at once, files made in it queue behi
   t.equal((await call(ops.rmdir, '/m/n'))[0], -39, 'rmdir of a directory with a file: ENOTEMPTY');
 });
 
-t.test('after a crash, directories made and queued are replayed before the files in them', async (t) => {
+t.test('rmdir of a directory the mount shows empty is queued like an unlink; one with something in it is ENOTEMPTY', async (t) => {
+  const { store, fs, ops, backend, seen } = await setup(t);
+  t.equal((await call(ops.mkdir, '/r', 0o40755))[0], 0);
+  t.equal((await call(ops.mkdir, '/r/s', 0o40755))[0], 0);
+  await writeFile(ops, '/r/s/f', 'f');
+  await backend.drain();
+  store.hold({ transactions: true });
+  t.equal((await call(ops.rmdir, '/r/s'))[0], -39, 'something in it: ENOTEMPTY');
+  t.equal((await call(ops.unlink, '/r/s/f'))[0], 0);
+  const removed = Promise.all([call(ops.rmdir, '/r/s'), call(ops.rmdir, '/r')]);
+  t.ok(await settlesSoon(removed), 'emptied (its file\'s unlink queued): rmdir answers while the store is held, and so does its parent\'s');
+  t.same((await removed).map(([c]) => c), [0, 0]);
+  t.equal((await call(ops.getattr, '/r'))[0], -2, 'gone at once: ENOENT');
+  t.notOk((await call<string[]>(ops.readdir, '/'))[1]!.includes('r'), 'readdir leaves it out');
+  t.equal((await call(ops.rmdir, '/r'))[0], -2, 'rmdir again: ENOENT');
+  t.equal(fs.stat('/r')?.kind, 'dir', 'not committed yet');
+  store.release();
+  await backend.drain();
+  t.same([fs.stat('/r'), fs.stat('/r/s'), fs.stat('/r/s/f')], [undefined, undefined, undefined], 'committed');
+  t.same(seen.filter((e) => e.path.startsWith('/r')).map((e) => `${e.type} ${e.path}`).slice(-3), ['delete /r/s/f', 'rmdir /r/s', 'rmdir /r'], 'events in order');
+  t.equal((await call(ops.mkdir, '/r', 0o40755))[0], 0, 'made again');
+});
+
+t.test('after a crash, directories made and removed while queued are replayed in order', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-replay-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const a = await open(dir);
   a.store.hold({ transactions: true });
   t.equal((await call(a.ops.mkdir, '/d', 0o40751))[0], 0);
   await writeFile(a.ops, '/d/f', 'f');
-  t.same(parseJournal(readFileSync(join(dir, JOURNAL_FILE))).map((r) => [r.seq, r.path, r.mkdir]), [[1, '/d', true], [2, '/d/f', undefined]]);
+  t.equal((await call(a.ops.mkdir, '/e', 0o40755))[0], 0);
+  t.equal((await call(a.ops.rmdir, '/e'))[0], 0);
+  t.same(parseJournal(readFileSync(join(dir, JOURNAL_FILE))).map((r) => [r.seq, r.path, r.mkdir ?? r.rmdir]), [
+    [1, '/d', true], [2, '/d/f', undefined], [3, '/e', true], [4, '/e', true],
+  ]);
   await a.lmdb.close();
   const b = await reopen(t, dir);
   t.same([b.fs.stat('/d')?.kind, b.fs.stat('/d')?.mode], ['dir', 0o751], 'the directory, with its mode');
   t.equal(b.fs.read('/d/f').content.toString(), 'f', 'and the file in it');
-  t.equal(b.fs.mark(JOURNAL_MARK), 2);
+  t.equal(b.fs.stat('/e'), undefined, 'a directory made and removed: made, then removed');
+  t.equal(b.fs.mark(JOURNAL_MARK), 4);
 });
 
 t.test('a file unlinked and created again while queued starts a new history', async (t) => {

@@ -2,8 +2,8 @@
  * @module transports/fuse/journal
  * The in-process mount's journal of small-file closes answered before their commit.
  *
- * A close of a small file (or an unlink of a file, a directory made, or an attribute change of one
- * of those still queued) is answered once its record is appended here (one plain write(), no
+ * A close of a small file (or an unlink of a file, a directory made or removed, or an attribute
+ * change of a file or directory still queued) is answered once its record is appended here (one plain write(), no
  * fsync: the kernel holds it, so it survives a crash of the daemon as a local disk's close() does),
  * and many closes are then committed in ONE LMDB transaction (the local backend's group commit),
  * which also stores the sequence number of the last record it applied ({@link JOURNAL_MARK}). At
@@ -13,8 +13,8 @@
  * that before appending more).
  *
  * Record: magic (u32 BE), header length (u32), data length (u32), CRC-32 of header and data (u32),
- * header (JSON: seq, path, modified, attributes, symlink, delete, change, mkdir), data (the file's
- * whole content; empty for a delete, an attribute change and a directory made). A torn
+ * header (JSON: seq, path, modified, attributes, symlink, delete, change, mkdir, rmdir), data (the
+ * file's whole content; empty for the other kinds). A torn
  * or corrupt tail (a write cut short) ends the replay there: such a close was never answered.
  */
 import { closeSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
@@ -33,7 +33,7 @@ export const ROTATE_BYTES = 8 * 1024 * 1024;
 const MAGIC = 0x53564a31; // "SVJ1"
 const FRAME = 16;
 
-/** One journaled change: a file's whole new content, its deletion, a change of its attributes, or a directory made. */
+/** One journaled change: a file's whole new content, its deletion, a change of its attributes, or a directory made or removed. */
 export interface JournalRecord {
   seq: number;
   path: string;
@@ -43,6 +43,8 @@ export interface JournalRecord {
   change?: AttributeChanges | undefined;
   /** A directory made (no content), with `attributes` and `modified`. */
   mkdir?: boolean | undefined;
+  /** An empty directory removed (no content). */
+  rmdir?: boolean | undefined;
   /** Modification time to record, ms. */
   modified: number;
   attributes?: EntryAttributes | undefined;
@@ -80,7 +82,7 @@ export class FuseJournal {
     let last = records.reduce((max, r) => Math.max(max, r.seq), applied);
     if (pending.length > 0) {
       last = pending.at(-1)!.seq;
-      // Closes, unlinks and directories made in one transaction per run of them; an attribute change after them, on its own.
+      // Closes, unlinks, directories made and removed in one transaction per run of them; an attribute change after them, on its own.
       let run: JournalRecord[] = [];
       const commitRun = async (mark: number) => {
         const results = await deps.fs.writeMany(
@@ -88,7 +90,9 @@ export class FuseJournal {
             ? { path: r.path, delete: true as const }
             : r.mkdir
               ? { path: r.path, mkdir: true as const, attributes: r.attributes, modified: r.modified }
-              : { path: r.path, pieces: [{ data: r.data }], opts: { attributes: r.attributes, modified: r.modified, symlink: r.symlink } })),
+              : r.rmdir
+                ? { path: r.path, rmdir: true as const }
+                : { path: r.path, pieces: [{ data: r.data }], opts: { attributes: r.attributes, modified: r.modified, symlink: r.symlink } })),
           { mark: { name: JOURNAL_MARK, value: mark } },
         );
         results.forEach((r, i) => {
@@ -135,7 +139,7 @@ export class FuseJournal {
     const seq = this.#seq + 1;
     const header = Buffer.from(JSON.stringify({
       seq, path: rec.path, modified: rec.modified, attributes: rec.attributes, symlink: rec.symlink || undefined, delete: rec.delete || undefined,
-      change: rec.change, mkdir: rec.mkdir || undefined,
+      change: rec.change, mkdir: rec.mkdir || undefined, rmdir: rec.rmdir || undefined,
     }));
     const out = Buffer.allocUnsafe(FRAME + header.length + rec.data.length);
     out.writeUInt32BE(MAGIC, 0);

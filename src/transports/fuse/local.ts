@@ -6,11 +6,11 @@
  * committed without waiting for the store's flush; fsync waits for it (see {@link NOT_DURABLE}).
  *
  * Group commit of small files: with a journal, a commit of a file of at most
- * {@link BATCH_MAX_BYTES}, the removal of a file, or a directory made, is answered once its record is appended to
+ * {@link BATCH_MAX_BYTES}, the removal of a file, or a directory made or removed (empty), is answered once its record is appended to
  * the journal, and the changes queued within a short window (see {@link GATHER_MS}) go into ONE transaction (which also
  * records the journal position it applied). Until its batch is committed, a queued file is served
  * from memory here (stat, list, content: the overlay), with the version it will get (a queued
- * removal: absent); every other change (rename, rmdir, attributes, a large commit) first waits for the queue to
+ * removal: absent); every other change (rename, attributes, a large commit) first waits for the queue to
  * drain (the barrier), so changes reach the store in the order the mount made them (an attribute
  * change to something queued is folded into its record instead: {@link LocalBackend.setAttributes}), and sync()
  * waits for the queue and then the flush. Every change made through another face waits for the
@@ -31,7 +31,7 @@ import type { Logger } from '../../core/log.js';
 import { parentOf } from '../../core/paths.js';
 import { hasInline, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord } from '../../fs/records.js';
 import { CHUNK_SIZE, type AttributeChanges, type FsService, type HoldRequest } from '../../fs/service.js';
-import { ExistsError, NotFoundError } from '../../core/errors.js';
+import { ExistsError, NotFoundError, ValidationError } from '../../core/errors.js';
 import {
   zeroChunkHash, type CommitOptions, type CommitPiece, type CommitResult, type FuseBackend, type NodeInfo, type SpaceInfo, type StoredContent,
   type VersionInfo,
@@ -60,7 +60,7 @@ const RETRY_MAX_MS = 30_000;
 const GATHER_MAX_CHANGES = 4096;
 const GATHER_MAX_BYTES = 16 * 1024 * 1024;
 
-/** A small file's commit (or a file's removal, or a directory made) answered from the journal, waiting for its batch. */
+/** A small file's commit (or a file's removal, or a directory made or removed) answered from the journal, waiting for its batch. */
 interface Queued {
   /** Its journal record's sequence number (an attribute change folded in: that record's). */
   seq: number;
@@ -75,6 +75,8 @@ interface Queued {
   batched?: boolean | undefined;
   /** A directory made (info is its kind 'dir'; no content). */
   dir?: boolean | undefined;
+  /** A directory removed (no info, no content). */
+  rmdir?: boolean | undefined;
 }
 
 /**
@@ -193,6 +195,11 @@ export class LocalBackend implements FuseBackend {
   }
 
   async list(dir: string): Promise<[string, NodeInfo][]> {
+    return this.#listNow(dir);
+  }
+
+  /** The entries of `dir` as the mount sees them: queued changes over the stored entries. */
+  #listNow(dir: string): [string, NodeInfo][] {
     const prefix = dir === '/' ? 1 : dir.length + 1;
     const out: [string, NodeInfo][] = [];
     // A directory made and still queued holds nothing stored yet.
@@ -293,6 +300,22 @@ export class LocalBackend implements FuseBackend {
   }
 
   async rmdir(path: string): Promise<void> {
+    if (this.#journal && !this.#direct(path)) {
+      await this.#roomInJournal(this.#journal);
+      // Queued like an unlink where the mount shows an empty directory (what was in it removed or
+      // queued as removed): nothing awaits from here to the queueing. What the mount shows answers
+      // the errors at once; the root goes to the store, which refuses it.
+      if (path !== '/') {
+        const info = this.#statNow(path);
+        if (!info) throw new NotFoundError(`Directory not found: ${path}`, { path });
+        if (info.kind !== 'dir') throw new ValidationError(`Not a directory: ${path}`, { path, errno: 'ENOTDIR' });
+        if (this.#listNow(path).length > 0) throw new ValidationError(`Directory not empty: ${path}`, { path, errno: 'ENOTEMPTY' });
+        this.#fs.checkChange('rmdir', path, true);
+        const seq = this.#journal.append({ path, modified: Date.now(), rmdir: true, data: Buffer.alloc(0) });
+        this.#push(this.#journal, { seq, path, data: Buffer.alloc(0), info: undefined, attributes: undefined, symlink: false, modified: 0, rmdir: true });
+        return;
+      }
+    }
     await this.drain();
     await this.#fs.rmdir(path, NOT_DURABLE);
   }
@@ -497,7 +520,9 @@ export class LocalBackend implements FuseBackend {
       let results: PromiseSettledResult<unknown>[];
       try {
         results = await this.#fs.writeMany(
-          batch.map((q) => (q.dir
+          batch.map((q) => (q.rmdir
+            ? { path: q.path, rmdir: true as const }
+            : q.dir
             ? { path: q.path, mkdir: true as const, attributes: q.attributes, modified: q.modified }
             : q.info
               ? { path: q.path, pieces: [{ data: q.data, hash: q.info.etag }], opts: { attributes: q.attributes, modified: q.modified, symlink: q.symlink || undefined } }
