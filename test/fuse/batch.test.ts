@@ -265,7 +265,9 @@ t.test('rename of a queued path waits for its batch (the barrier); unlink is que
 });
 
 t.test('chmod, chown and utimens of a queued file are folded into its close: no transaction of their own', async (t) => {
-  const { store, fs, ops, backend, journal, seen } = await setup(t);
+  // A long gathering window: the batch takes nothing before the changes are folded in (a batch
+  // already taken, held by the store, could take no more: the change would wait for it).
+  const { store, fs, ops, backend, journal, seen } = await setup(t, { gatherMs: 600_000 });
   store.hold({ transactions: true });
   await writeFile(ops, '/t', 'text');
   const mtime = Date.UTC(2001, 1, 3, 4, 5, 6);
@@ -291,7 +293,7 @@ t.test('chmod, chown and utimens of a queued file are folded into its close: no 
 t.test('after a crash, attribute changes folded into queued closes are replayed after them', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-replay-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const a = await open(dir);
+  const a = await open(dir, { gatherMs: 600_000 }); // the batch takes nothing before the changes (see above)
   a.store.hold({ transactions: true });
   await writeFile(a.ops, '/x', 'x1');
   const mtime = Date.UTC(2002, 2, 4);
@@ -301,6 +303,7 @@ t.test('after a crash, attribute changes folded into queued closes are replayed 
   t.same(parseJournal(readFileSync(join(dir, JOURNAL_FILE))).map((r) => [r.seq, r.path, r.change]), [
     [1, '/x', undefined], [2, '/x', { modified: mtime }], [3, '/y', undefined], [4, '/y', { mode: 0o604 }],
   ]);
+  void a.backend.drain(); // ends the window: the batch then waits on the held store for good, as in a crash
   await a.lmdb.close();
   const b = await reopen(t, dir);
   t.equal(b.fs.read('/x').content.toString(), 'x1');
@@ -311,7 +314,7 @@ t.test('after a crash, attribute changes folded into queued closes are replayed 
 });
 
 t.test('mkdir is queued like a close: shown at once, files made in it queue behind it, committed in order', async (t) => {
-  const { store, fs, ops, backend, seen } = await setup(t);
+  const { store, fs, ops, backend, seen } = await setup(t, { gatherMs: 600_000 }); // so that the chmod below is folded
   store.hold({ transactions: true });
   const made = call(ops.mkdir, '/m', 0o40750);
   t.ok(await settlesSoon(made), 'answered while the store is held (before, it waited for the queue and its own commit)');
