@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Logger } from '../../core/log.js';
 import type { EntryAttributes } from '../../fs/records.js';
-import type { AttributeChanges, FsService } from '../../fs/service.js';
+import type { AttributeChanges, BatchItem, FsService } from '../../fs/service.js';
 
 /** The journal's file name under the data directory. */
 export const JOURNAL_FILE = 'fuse-journal';
@@ -85,16 +85,7 @@ export class FuseJournal {
       // Closes, unlinks, directories made and removed in one transaction per run of them; an attribute change after them, on its own.
       let run: JournalRecord[] = [];
       const commitRun = async (mark: number) => {
-        const results = await deps.fs.writeMany(
-          run.map((r) => (r.delete
-            ? { path: r.path, delete: true as const }
-            : r.mkdir
-              ? { path: r.path, mkdir: true as const, attributes: r.attributes, modified: r.modified }
-              : r.rmdir
-                ? { path: r.path, rmdir: true as const }
-                : { path: r.path, pieces: [{ data: r.data }], opts: { attributes: r.attributes, modified: r.modified, symlink: r.symlink } })),
-          { mark: { name: JOURNAL_MARK, value: mark } },
-        );
+        const results = await deps.fs.writeMany(run.map((r) => batchItem(r)), { mark: { name: JOURNAL_MARK, value: mark } });
         results.forEach((r, i) => {
           if (r.status === 'rejected') deps.log.error({ err: r.reason, path: run[i]!.path }, 'replaying a journaled FUSE close failed');
         });
@@ -199,6 +190,17 @@ export class FuseJournal {
     ftruncateSync(this.#fd, 0);
     this.#bytes = 0;
   }
+}
+
+/**
+ * The store's batch item for a journaled close, unlink, mkdir or rmdir (an attribute change is
+ * applied with FsService.setAttributes instead); `hash`: the content's, when known.
+ */
+export function batchItem(r: Omit<JournalRecord, 'seq' | 'change'>, hash?: string): BatchItem {
+  if (r.delete) return { path: r.path, delete: true };
+  if (r.mkdir) return { path: r.path, mkdir: true, attributes: r.attributes, modified: r.modified };
+  if (r.rmdir) return { path: r.path, rmdir: true };
+  return { path: r.path, pieces: [{ data: r.data, hash }], opts: { attributes: r.attributes, modified: r.modified, symlink: r.symlink || undefined } };
 }
 
 /** The records of a journal file, up to the first torn or corrupt one. */

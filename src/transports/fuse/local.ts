@@ -36,7 +36,7 @@ import {
   zeroChunkHash, type CommitOptions, type CommitPiece, type CommitResult, type FuseBackend, type NodeInfo, type SpaceInfo, type StoredContent,
   type VersionInfo,
 } from './backend.js';
-import { JOURNAL_MARK, type FuseJournal } from './journal.js';
+import { JOURNAL_MARK, batchItem, type FuseJournal, type JournalRecord } from './journal.js';
 
 /** Commits of files up to this size are journaled and group-committed (larger ones commit directly). */
 export const BATCH_MAX_BYTES = 256 * 1024;
@@ -73,11 +73,14 @@ interface Queued {
   modified: number;
   /** Taken by the batch being committed: nothing more can be folded in. */
   batched?: boolean | undefined;
-  /** A directory made (info is its kind 'dir'; no content). */
-  dir?: boolean | undefined;
-  /** A directory removed (no info, no content). */
+  /** What else than a close it is, as its journal record says (no content; a removal has no info). */
+  delete?: boolean | undefined;
+  mkdir?: boolean | undefined;
   rmdir?: boolean | undefined;
 }
+
+/** The content of the records that have none. */
+const NO_DATA = Buffer.alloc(0);
 
 /**
  * Resolves after `ms`, or at once when the function handed to `expose` is called; `expose` gets
@@ -203,7 +206,7 @@ export class LocalBackend implements FuseBackend {
     const prefix = dir === '/' ? 1 : dir.length + 1;
     const out: [string, NodeInfo][] = [];
     // A directory made and still queued holds nothing stored yet.
-    const stored = this.#queued.get(dir)?.dir ? [] : this.#fs.list(dir, { recursive: false });
+    const stored = this.#queued.get(dir)?.mkdir ? [] : this.#fs.list(dir, { recursive: false });
     for (const e of stored) {
       const path = e.is_directory ? e.path.slice(0, -1) : e.path;
       if (this.#queued.has(path)) continue;
@@ -264,8 +267,7 @@ export class LocalBackend implements FuseBackend {
       const info = this.#statNow(path);
       if (info && info.kind !== 'dir') {
         this.#fs.checkChange('delete', path);
-        const seq = this.#journal.append({ path, modified: Date.now(), delete: true, data: Buffer.alloc(0) });
-        this.#push(this.#journal, { seq, path, data: Buffer.alloc(0), info: undefined, attributes: undefined, symlink: false, modified: 0 });
+        this.#queueRecord(this.#journal, { path, modified: Date.now(), delete: true }, undefined);
         return;
       }
     }
@@ -289,9 +291,8 @@ export class LocalBackend implements FuseBackend {
       if (path !== '/' && (parent === '/' || this.#statNow(parent)?.kind === 'dir')) {
         this.#fs.checkChange('mkdir', path);
         const modified = Date.now();
-        const seq = this.#journal.append({ path, modified, attributes, mkdir: true, data: Buffer.alloc(0) });
         const info: NodeInfo = { kind: 'dir', size: 0, mtime: modified, ctime: modified, mode: attributes.mode, uid: attributes.uid, gid: attributes.gid };
-        this.#push(this.#journal, { seq, path, data: Buffer.alloc(0), info, attributes, symlink: false, modified, dir: true });
+        this.#queueRecord(this.#journal, { path, modified, attributes, mkdir: true }, info);
         return;
       }
     }
@@ -311,8 +312,7 @@ export class LocalBackend implements FuseBackend {
         if (info.kind !== 'dir') throw new ValidationError(`Not a directory: ${path}`, { path, errno: 'ENOTDIR' });
         if (this.#listNow(path).length > 0) throw new ValidationError(`Directory not empty: ${path}`, { path, errno: 'ENOTEMPTY' });
         this.#fs.checkChange('rmdir', path, true);
-        const seq = this.#journal.append({ path, modified: Date.now(), rmdir: true, data: Buffer.alloc(0) });
-        this.#push(this.#journal, { seq, path, data: Buffer.alloc(0), info: undefined, attributes: undefined, symlink: false, modified: 0, rmdir: true });
+        this.#queueRecord(this.#journal, { path, modified: Date.now(), rmdir: true }, undefined);
         return;
       }
     }
@@ -342,7 +342,7 @@ export class LocalBackend implements FuseBackend {
     const change: AttributeChanges = {
       mode: changes.mode === undefined ? undefined : changes.mode & 0o7777, uid: changes.uid, gid: changes.gid, modified: changes.modified,
     };
-    const seq = journal.append({ path: q.path, modified: change.modified ?? q.modified, change, data: Buffer.alloc(0) });
+    const seq = journal.append({ path: q.path, modified: change.modified ?? q.modified, change, data: NO_DATA });
     const attributes: EntryAttributes = { ...q.attributes };
     if (change.mode !== undefined) attributes.mode = change.mode;
     if (change.uid !== undefined) attributes.uid = change.uid;
@@ -451,7 +451,7 @@ export class LocalBackend implements FuseBackend {
   async #enqueue(journal: FuseJournal, path: string, piece: CommitPiece | undefined, opts: CommitOptions): Promise<CommitResult | undefined> {
     await this.#roomInJournal(journal);
     // A copy: the caller's buffers may change once this returns.
-    const data = piece ? Buffer.from(piece.readSync?.() ?? await piece.read()) : Buffer.alloc(0);
+    const data = piece ? Buffer.from(piece.readSync?.() ?? await piece.read()) : NO_DATA;
     // From here to the queueing nothing awaits: the version foreseen is the one the batch gives.
     const prev = this.#statNow(path);
     if (prev?.kind === 'dir') return undefined;
@@ -484,6 +484,15 @@ export class LocalBackend implements FuseBackend {
       }
       await this.drain();
     }
+  }
+
+  /** Journal an unlink, mkdir or rmdir (no content) and queue it; `info`: what the mount shows at its path meanwhile. */
+  #queueRecord(journal: FuseJournal, rec: Omit<JournalRecord, 'seq' | 'data'>, info: NodeInfo | undefined): void {
+    const seq = journal.append({ ...rec, data: NO_DATA });
+    this.#push(journal, {
+      seq, path: rec.path, data: NO_DATA, info, attributes: rec.attributes, symlink: false, modified: rec.modified,
+      delete: rec.delete, mkdir: rec.mkdir, rmdir: rec.rmdir,
+    });
   }
 
   /** Queue a journaled change and start the batch loop if it is idle. */
@@ -520,13 +529,7 @@ export class LocalBackend implements FuseBackend {
       let results: PromiseSettledResult<unknown>[];
       try {
         results = await this.#fs.writeMany(
-          batch.map((q) => (q.rmdir
-            ? { path: q.path, rmdir: true as const }
-            : q.dir
-            ? { path: q.path, mkdir: true as const, attributes: q.attributes, modified: q.modified }
-            : q.info
-              ? { path: q.path, pieces: [{ data: q.data, hash: q.info.etag }], opts: { attributes: q.attributes, modified: q.modified, symlink: q.symlink || undefined } }
-              : { path: q.path, delete: true as const })),
+          batch.map((q) => batchItem(q, q.info?.etag)),
           { ...NOT_DURABLE, pastBarrier: true, mark: { name: JOURNAL_MARK, value: applied } },
         );
       } catch (err) {
