@@ -469,14 +469,13 @@ export class FsService {
   }
 
   /**
-   * Chunk `hash` copied into `target` (large enough), returning the view of its bytes: no
-   * allocation per chunk for a reader that streams (the FUSE face).
+   * Bytes `[from, to)` of chunk `hash` (clipped to its end) copied into `target` at `at`: how many.
+   * Only those bytes are copied, with no allocation (the FUSE face's reads).
    */
-  chunkInto(hash: string, target: Buffer): Buffer {
-    const data = this.#blobs.peek(hash);
-    if (!data) throw new Error(`chunk ${hash} missing from the blob store`);
-    target.set(data);
-    return target.subarray(0, data.byteLength);
+  chunkRangeInto(hash: string, from: number, to: number, target: Buffer, at: number): number {
+    const n = this.#blobs.readRange(hash, from, to, target, at);
+    if (n === undefined) throw new Error(`chunk ${hash} missing from the blob store`);
+    return n;
   }
 
   /** Whole content of a file or version. */

@@ -82,6 +82,11 @@ export interface BlobStore {
   get(hash: string): Buffer | undefined;
   /** The chunk's bytes without a copy, valid only until the next read from the store: copy what you keep. */
   peek(hash: string): Uint8Array | undefined;
+  /**
+   * Bytes `[from, to)` of the chunk (clipped to its end) copied into `target` at `at`: how many, or
+   * undefined when the chunk is missing. Copies only what is asked for (a small read of a large chunk).
+   */
+  readRange(hash: string, from: number, to: number, target: Uint8Array, at: number): number | undefined;
   has(hash: string): boolean;
   /** Every stored chunk's hash, in key order (consistency checks, tests). */
   hashes(): Iterable<string>;

@@ -161,7 +161,7 @@ t.test('a write over a whole chunk loads none of its stored bytes; partial write
   await f.fs.write('/w', noise(3 * CHUNK_SIZE, 13));
   const content = await backend.content('/w');
   const loaded: number[] = [];
-  const counted = { ...content, load: (i: number) => (loaded.push(i), content.load(i)), loadInto: content.loadInto && ((i: number, target: Buffer) => (loaded.push(i), content.loadInto!(i, target))) };
+  const counted = { ...content, load: (i: number) => (loaded.push(i), content.load(i)), loadRange: content.loadRange && ((i: number, from: number, to: number, target: Buffer, at: number) => (loaded.push(i), content.loadRange!(i, from, to, target, at))) };
   const file = new OpenFile('/w', counted, { mtime: 1, hasher });
   const whole = noise(CHUNK_SIZE, 14);
   await file.write(whole, CHUNK_SIZE, CHUNK_SIZE);

@@ -4,7 +4,8 @@ import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, statSync, writeSyn
 import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { DROP_BEHIND_BYTES, isLmdbCommitFailure, LmdbStore } from '../../src/store/lmdb/index.js';
+import { open as openLmdb } from 'lmdb';
+import { DROP_BEHIND_BYTES, isLmdbCommitFailure, LmdbStore, PIECE_BYTES } from '../../src/store/lmdb/index.js';
 import { cacheDropper } from '../../src/native/fuse.js';
 import { StoreWriteError } from '../../src/store/types.js';
 import { smallDisk, smallDiskSkipReason } from '../helpers/small-disk.js';
@@ -152,4 +153,36 @@ t.test('lmdb: has() answers by key alone: the next key is not a match, and a put
     return store.blobs.has(c!);
   });
   t.equal(inside, true, 'seen inside the transaction that put it');
+});
+
+t.test('lmdb: a chunk is stored in 64 KiB pieces, and a store written before pieces (one value a chunk) still reads, ranges included, and deletes', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-lmdb-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const fresh = randomBytes(1 << 20);
+  const old = randomBytes((1 << 20) - 5);
+  const [a, b] = ['a', 'b'].map((x) => x.repeat(64)) as [string, string];
+  let store = new LmdbStore(dir);
+  await store.transact(() => store.blobs.put(a, fresh));
+  await store.close();
+  // What an earlier release wrote: the whole chunk as one value under its hash.
+  const raw = openLmdb({ path: join(dir, 'db'), compression: false, maxDbs: 64, mapSize: 2 ** 40 });
+  const chunks = raw.openDB<Buffer, string>({ name: 'chunks', encoding: 'binary' });
+  t.same([...chunks.getKeys({})], [a, ...Array.from({ length: 15 }, (_, p) => `${a}.${(p + 1).toString(16).padStart(4, '0')}`)], 'the new chunk: sixteen pieces');
+  t.equal(chunks.get(a)!.length, PIECE_BYTES);
+  await chunks.put(b, old);
+  await raw.close();
+  store = new LmdbStore(dir);
+  t.teardown(() => store.close());
+  t.same([...store.blobs.hashes()], [a, b]);
+  t.ok(store.blobs.get(b)!.equals(old), 'get of the one-value chunk');
+  t.ok(Buffer.from(store.blobs.peek(b)!).equals(old), 'peek of it');
+  for (const [from, to] of [[0, 10], [70_000, 200_000], [old.length - 3, old.length + 9], [old.length + 1, old.length + 9]] as const) {
+    const target = Buffer.alloc(to - from);
+    const n = store.blobs.readRange(b, from, to, target, 0);
+    t.ok(target.subarray(0, n).equals(old.subarray(from, to)) && n === Math.max(0, Math.min(to, old.length) - from), `readRange ${from}..${to}`);
+  }
+  t.equal(await store.transact(() => store.blobs.putIfAbsent(b, old)), false, 'stored already: left as it is');
+  await store.transact(() => store.blobs.delete(b));
+  t.equal(store.blobs.get(b), undefined);
+  t.ok(store.blobs.get(a)!.equals(fresh), 'the other chunk untouched');
 });

@@ -8,6 +8,7 @@
  * Values are JSON-compatible (objects, arrays, strings, finite numbers, booleans, null): that is
  * all the services store.
  */
+import { randomBytes } from 'node:crypto';
 import type { Test } from 'tap';
 import type { BlobStore, MetadataStore, RangeOptions, Table } from '../../src/store/types.js';
 
@@ -326,6 +327,43 @@ export function metadataStoreSuite(t: Test, makeStore: MakeStore): void {
     t.notOk(blobs.has(hash));
     t.equal(blobs.get(hash), undefined);
     await t.resolves(store.transact(() => blobs.delete('f'.repeat(64))), 'deleting an absent blob is a no-op');
+  });
+
+  t.test('blobs: readRange copies any part of a chunk of any size; get, peek and delete agree', async (t) => {
+    const { fx } = await fixture(t);
+    const { store, blobs } = fx();
+    const sizes = [0, 1, 4095, 65535, 65536, 65537, 131072, 300_000, (1 << 20) - 1, 1 << 20];
+    const stored = sizes.map((size, n) => ({ hash: n.toString(16).padStart(64, '0'), data: randomBytes(size) }));
+    await store.transact(() => {
+      for (const { hash, data } of stored) t.equal(blobs.putIfAbsent(hash, data), true);
+    });
+    t.same([...blobs.hashes()], stored.map((s) => s.hash), 'hashes() lists each chunk once');
+    let seed = 7;
+    const next = (n: number) => ((seed = (seed * 48271) % 2147483647) % (n + 1));
+    for (const { hash, data } of stored) {
+      t.ok(blobs.get(hash)!.equals(data), `get: ${data.length} bytes`);
+      t.ok(Buffer.from(blobs.peek(hash)!).equals(data), `peek: ${data.length} bytes`);
+      const ranges = [[0, data.length], [0, data.length + 10], [data.length, data.length + 5], [data.length + 70_000, data.length + 80_000]];
+      for (let k = 0; k < 30; k++) {
+        const from = next(data.length);
+        ranges.push([from, from + next(data.length - from + 100)]);
+      }
+      for (const [from, to] of ranges) {
+        const target = Buffer.alloc(to! - from! + 3, 0xee);
+        const n = blobs.readRange(hash, from!, to!, target, 2);
+        const want = data.subarray(Math.min(from!, data.length), Math.min(to!, data.length));
+        t.equal(n, want.length, `readRange ${from}..${to} of ${data.length}: count`);
+        if (!target.subarray(2, 2 + want.length).equals(want) || target[0] !== 0xee || target[1] !== 0xee || target[2 + want.length] !== 0xee) {
+          t.fail(`readRange ${from}..${to} of ${data.length}: exactly those bytes, where asked`);
+        }
+      }
+    }
+    t.equal(blobs.readRange('f'.repeat(64), 0, 10, Buffer.alloc(10), 0), undefined, 'a missing chunk: undefined');
+    await store.transact(() => {
+      for (const { hash } of stored) blobs.delete(hash);
+    });
+    t.same([...blobs.hashes()], [], 'deleted whole: nothing left');
+    for (const { hash } of stored) t.equal(blobs.readRange(hash, 70_000, 80_000, Buffer.alloc(10_000), 0), undefined);
   });
 
   t.test('blobs: putIfAbsent stores a new chunk, leaves a stored one alone, and says which', async (t) => {

@@ -53,11 +53,11 @@ export interface StoredContent {
   /** The same, synchronously, when the store allows it (in process: lets a commit stream chunks). */
   loadSync?(index: number): Buffer;
   /**
-   * Chunk `index` copied into `target` (CHUNK_SIZE bytes at least), returning the view of its
-   * bytes: a sequential read then reuses one buffer instead of allocating a fresh 1 MiB per chunk
-   * (its page faults and garbage collections made every eighth 128 KiB read ~0.6–5 ms here).
+   * Bytes `[from, to)` of chunk `index` (clipped to its end) copied into `target` at `at`: how many.
+   * Only those bytes are copied (in process: only the store's pieces they lie in), so a read needs
+   * no copy of the whole chunk kept between reads; without it, chunks are loaded whole.
    */
-  loadInto?(index: number, target: Buffer): Buffer;
+  loadRange?(index: number, from: number, to: number, target: Buffer, at: number): number;
   /** The chunk's SHA-256 when known without reading it (saves hashing it again on commit). */
   hash(index: number): string | undefined;
 }

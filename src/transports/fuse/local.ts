@@ -579,7 +579,11 @@ export class LocalBackend implements FuseBackend {
       async load(i) {
         return this.loadSync!(i);
       },
-      loadInto: (i, target) => (i === 0 && inline ? fs.content(rec) : fs.chunkInto(hashAt(i), target)),
+      loadRange(i, from, to, target, at) {
+        if (!(i === 0 && inline)) return fs.chunkRangeInto(hashAt(i), from, to, target, at);
+        const bytes = fs.content(rec);
+        return from < bytes.length ? bytes.copy(target, at, from, to) : 0;
+      },
     };
   }
 }

@@ -119,8 +119,6 @@ export class OpenFile {
   #disposed = false;
   /** Reused buffer for spooled chunks read back by an early store. */
   #scratch: Buffer | undefined;
-  /** Where full stored chunks are read ({@link #baseChunk}); apart from {@link #scratch}, which spool reads use. */
-  #chunkScratch: Buffer | undefined;
 
   /** `base` undefined: a file created through the mount, not stored until its first commit. */
   /** Without `spoolDir` every dirty chunk stays in memory. */
@@ -650,17 +648,15 @@ export class OpenFile {
   }
 
   /**
-   * Stored chunk `i`, the last one kept. A full-size chunk is read into one buffer this file reuses
-   * (callers copy out of it at once, inside the file's lock); a smaller one gets its own.
+   * Bytes `[from, to)` of stored chunk `i` copied into `target` at `at`: how many. A base that
+   * copies ranges is read for just those bytes; otherwise the chunk is loaded whole and the last one
+   * kept for the reads that follow (a remote store's).
    */
-  async #baseChunk(i: number): Promise<Buffer> {
-    if (this.#cached?.index === i) return this.#cached.data;
+  async #baseRange(i: number, from: number, to: number, target: Buffer, at: number): Promise<number> {
     const base = this.#base!;
-    const data = base.loadInto && Math.min(CS, base.size - i * CS) === CS
-      ? base.loadInto(i, (this.#chunkScratch ??= Buffer.allocUnsafeSlow(CS)))
-      : await base.load(i);
-    this.#cached = { index: i, data };
-    return data;
+    if (base.loadRange) return base.loadRange(i, from, to, target, at);
+    if (this.#cached?.index !== i) this.#cached = { index: i, data: await base.load(i) };
+    return this.#cached.data.copy(target, at, from, to);
   }
 
   async #readInto(buf: Buffer, len: number, pos: number): Promise<number> {
@@ -684,8 +680,7 @@ export class OpenFile {
       } else if (chunk) {
         if (off - start < chunk.length) n = chunk.copy(buf, at, off - start, Math.min(upto - start, chunk.length));
       } else if (off < this.#keep) {
-        const data = await this.#baseChunk(i);
-        n = data.copy(buf, at, off - start, Math.min(upto, this.#keep) - start);
+        n = await this.#baseRange(i, off - start, Math.min(upto, this.#keep) - start, buf, at);
       }
       if (off + n < upto) buf.fill(0, at + n, at + (upto - off));
       off = upto;
@@ -721,7 +716,7 @@ export class OpenFile {
       const valid = overwritten ? 0 : Math.max(0, Math.min(CS, this.#keep - start));
       // Chunk 0 grows as needed (most files are small); a later chunk means a big file: full size at once.
       chunk = this.#alloc(i === 0 ? Math.max(need, valid) : CS, !overwritten);
-      if (valid > 0) (await this.#baseChunk(i)).copy(chunk, 0, 0, valid);
+      if (valid > 0) await this.#baseRange(i, 0, valid, chunk, 0);
       this.#dirty.set(i, chunk);
       if (this.#cached?.index === i) this.#cached = undefined;
     }
