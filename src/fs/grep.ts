@@ -169,13 +169,14 @@ export interface GrepperOptions {
 export interface GrepFile {
   path: string;
   chunkCount: number;
+  /** How many bytes chunk i holds (known without reading it). */
+  chunkSize(i: number): number;
   /**
-   * Chunk i, possibly a view valid only until the next call (it is copied at once). Undefined when
-   * the file changed under the grep and lost it: the file is then left out.
+   * Chunk i copied into `target` at `at` (room for {@link chunkSize} bytes). False when the file
+   * changed under the grep and lost it: the file is then left out.
    */
-  chunk(i: number): Uint8Array | undefined;
+  chunkInto(i: number, target: Uint8Array, at: number): boolean;
 }
-
 
 const FIRST_BATCH_BYTES = 32 * 1024;
 
@@ -251,15 +252,15 @@ export class Grepper {
       for (const f of opts.files) {
         if (full) break;
         for (let i = 0; i < f.chunkCount && !full; i++) {
-          const data = f.chunk(i);
-          // Gone midway: the file never gets its last piece, so the worker drops what it found in it.
-          if (!data) break;
-          if (bytes + data.byteLength > view.byteLength) {
+          const size = f.chunkSize(i);
+          if (bytes + size > view.byteLength) {
             if (bytes > 0) await send();
-            if (data.byteLength > view.byteLength) view = new Uint8Array(data.byteLength);
+            if (size > view.byteLength) view = new Uint8Array(size);
           }
-          view.set(data, bytes);
-          bytes += data.byteLength;
+          // Copied after any wait, straight into the batch. Gone midway: the file never gets its
+          // last piece, so the worker drops what it found in it.
+          if (!f.chunkInto(i, view, bytes)) break;
+          bytes += size;
           paths.push(f.path);
           ends.push(bytes);
           marks.push((i === 0 ? 1 : 0) | (i === f.chunkCount - 1 ? 2 : 0));

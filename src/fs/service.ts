@@ -43,7 +43,7 @@ import {
   entryKey, keyPath, childrenRange, subtreeRanges, versionKey, versionsRange, currentVersion,
   encodeInline, hasInline, inlineFields, inlineOf,
 } from './records.js';
-import { Grepper, type GrepMatch, type GrepperOptions } from './grep.js';
+import { Grepper, type GrepFile, type GrepMatch, type GrepperOptions } from './grep.js';
 
 export type { GrepMatch } from './grep.js';
 
@@ -962,9 +962,17 @@ export class FsService {
     return this.#grepper.run({
       pattern: opts.pattern, ignoreCase: opts.ignoreCase ?? false, max: opts.maxResults ?? 1000, maxLine: GREP_MAX_LINE,
       // Read while the grep is under way: a file overwritten or deleted meanwhile may have lost its chunks.
-      files: files.map(([path, rec]) => (hasInline(rec)
-        ? { path, chunkCount: 1, chunk: () => inlineOf(rec) }
-        : { path, chunkCount: rec.chunks.length, chunk: (i: number) => blobs.peek(rec.chunks[i]!) })),
+      files: files.map(([path, rec]): GrepFile => {
+        if (hasInline(rec)) {
+          const inline = inlineOf(rec)!;
+          return { path, chunkCount: 1, chunkSize: () => inline.length, chunkInto: (_i, target, at) => (target.set(inline, at), true) };
+        }
+        const chunkSize = (i: number) => Math.min(CHUNK_SIZE, rec.size - i * CHUNK_SIZE);
+        return {
+          path, chunkCount: rec.chunks.length, chunkSize,
+          chunkInto: (i, target, at) => blobs.readRange(rec.chunks[i]!, 0, CHUNK_SIZE, target, at) === chunkSize(i),
+        };
+      }),
     });
   }
 

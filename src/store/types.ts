@@ -80,8 +80,6 @@ export interface MetadataStore {
 /** Content-addressed chunks keyed by the SHA-256 (hex) of their bytes. */
 export interface BlobStore {
   get(hash: string): Buffer | undefined;
-  /** The chunk's bytes without a copy, valid only until the next read from the store: copy what you keep. */
-  peek(hash: string): Uint8Array | undefined;
   /**
    * Bytes `[from, to)` of the chunk (clipped to its end) copied into `target` at `at`: how many, or
    * undefined when the chunk is missing. Copies only what is asked for (a small read of a large chunk).

@@ -56,7 +56,8 @@ t.test('a file that goes away while grep reads it is left out, the others are no
   const file = (path: string, chunks: string[], goneAfter?: number): GrepFile => ({
     path,
     chunkCount: chunks.length,
-    chunk: (i) => (goneAfter !== undefined && i >= goneAfter ? undefined : Buffer.from(chunks[i]!)),
+    chunkSize: (i) => Buffer.byteLength(chunks[i]!),
+    chunkInto: (i, target, at) => goneAfter === undefined || i < goneAfter ? (target.set(Buffer.from(chunks[i]!), at), true) : false,
   });
   const hits = await grepper.run({
     pattern: 'hit', ignoreCase: false, max: 100, maxLine: 1 << 20,
@@ -75,4 +76,25 @@ t.test('greps beyond the worker limit wait their turn, also behind one that is s
   const results = await Promise.all(fine);
   t.same(results.map((r) => r.length), [1, 2, 1, 2, 1], 'each queued grep ran, with its own max_results');
   t.same(await fs.grep({ pattern: 'two' }), [{ file: '/r/b.txt', line: 2, content: 'needle two', match: 'two' }]);
+});
+
+t.test('reads of other files while a grep waits for its worker do not change what it searches', async (t) => {
+  // Small batches: grep waits for its worker between chunks, and reads run meanwhile. Each chunk
+  // must be copied when it goes into a batch, not looked at earlier and copied after the wait.
+  const { fs } = makeFs(t, { grep: { batchBytes: 4096 } });
+  const lines = (word: string, n: number) => b(Array.from({ length: n }, (_, i) => `${word} ${i}\n`).join(''));
+  for (let i = 0; i < 12; i++) await fs.write(`/g/f${i}.txt`, lines('needle', 400));
+  await fs.write('/other.txt', lines('decoy!', 400));
+  let reading = true;
+  const reader = (async () => {
+    while (reading) {
+      fs.read('/other.txt');
+      await new Promise((r) => setImmediate(r));
+    }
+  })();
+  const hits = await fs.grep({ pattern: '^needle', path: '/g', maxResults: 10_000 });
+  reading = false;
+  await reader;
+  t.equal(hits.length, 12 * 400, 'every line of every file');
+  t.notOk(hits.some((h) => !h.content.startsWith('needle')), 'no bytes of the file read meanwhile');
 });

@@ -80,19 +80,18 @@ function pieceKey(hash: string, piece: number): string {
 class LmdbBlobStore implements BlobStore {
   /** Where bytes backed by a SharedArrayBuffer are copied before a put (reused: see {@link put}). */
   #copy: Buffer | undefined;
-  /** Where {@link peek} puts together a chunk of several pieces (reused). */
-  #assembled: Buffer | undefined;
   constructor(private readonly db: Database<Buffer, Key>, private readonly location: string) {}
   get(hash: string): Buffer | undefined {
-    return this.#assemble(hash, (size) => Buffer.allocUnsafeSlow(size));
-  }
-  peek(hash: string): Uint8Array | undefined {
-    const first = this.#piece(hash, 0);
-    if (!first || first.byteLength !== PIECE_BYTES) return first;
-    return this.#assemble(hash, (size) => {
-      if (!this.#assembled || this.#assembled.length < size) this.#assembled = Buffer.allocUnsafeSlow(Math.max(size, 1024 * 1024));
-      return this.#assembled;
-    });
+    // The pieces are counted by key first, so the bytes are copied once, into a buffer of their size.
+    let count = 1;
+    for (const key of this.db.getKeys({ start: pieceKey(hash, 1), end: `${hash}/` })) if (key) count++;
+    if (count === 1) {
+      const first = this.#piece(hash, 0);
+      return first && Buffer.from(first);
+    }
+    const target = Buffer.allocUnsafeSlow(count * PIECE_BYTES);
+    const n = this.readRange(hash, 0, count * PIECE_BYTES, target, 0);
+    return n === undefined ? undefined : target.subarray(0, n);
   }
   readRange(hash: string, from: number, to: number, target: Uint8Array, at: number): number | undefined {
     let p = Math.floor(from / PIECE_BYTES);
@@ -144,21 +143,6 @@ class LmdbBlobStore implements BlobStore {
   #piece(hash: string, p: number): Uint8Array | undefined {
     const bytes = this.db.getBinaryFast(pieceKey(hash, p));
     return bytes && bytes.subarray(0, bytes.length);
-  }
-  /** The whole chunk, copied into what `into` gives for its size (the pieces are counted by key first). */
-  #assemble(hash: string, into: (size: number) => Buffer): Buffer | undefined {
-    let count = 1;
-    for (const key of this.db.getKeys({ start: pieceKey(hash, 1), end: `${hash}/` })) if (key) count++;
-    const first = count === 1 ? this.#piece(hash, 0) : undefined;
-    if (count === 1) {
-      if (!first) return undefined;
-      const target = into(first.byteLength);
-      target.set(first);
-      return target.subarray(0, first.byteLength);
-    }
-    const target = into(count * PIECE_BYTES);
-    const n = this.readRange(hash, 0, count * PIECE_BYTES, target, 0);
-    return n === undefined ? undefined : target.subarray(0, n);
   }
   #putRest(hash: string, bytes: Buffer): void {
     for (let p = 1; p * PIECE_BYTES < bytes.byteLength; p++) {
