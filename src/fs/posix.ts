@@ -39,17 +39,25 @@ export function posixEntry(path: string, rec: EntryRecord): PosixEntry {
     : { path, kind: rec.symlink ? 'symlink' : 'file', size: rec.size, ...attrs, version: rec.version, etag: rec.etag, ...times };
 }
 
-/** Bytes [offset, offset + length) of a file's current content or of one version, read chunk by chunk. */
+/**
+ * Bytes [offset, offset + length) of a file's current content or of one version, copied out of the
+ * store's chunks (only the pieces they lie in: a small range of a large file copies little).
+ */
 export function readRange(fs: FsService, path: string, offset: number, length: number, version?: number): Buffer {
   const rec = version === undefined ? fs.file(normalizeFilePath(path)) : fs.versionRecord(path, version);
   const end = Math.min(rec.size, offset + length);
   if (offset >= end) return Buffer.alloc(0);
-  const first = Math.floor(offset / CHUNK_SIZE);
-  const last = Math.floor((end - 1) / CHUNK_SIZE);
-  const parts = [...fs.chunks(hasInline(rec) ? rec : { chunks: rec.chunks.slice(first, last + 1) })];
-  const joined = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-  const from = offset - first * CHUNK_SIZE;
-  return joined.subarray(from, from + (end - offset));
+  if (hasInline(rec)) return fs.content(rec).subarray(offset, end);
+  const out = Buffer.allocUnsafe(end - offset);
+  for (let i = Math.floor(offset / CHUNK_SIZE), at = 0; at < out.length; i++) {
+    const start = i * CHUNK_SIZE;
+    const from = Math.max(offset - start, 0);
+    const n = fs.chunkRangeInto(rec.chunks[i]!, from, Math.min(end - start, CHUNK_SIZE), out, at);
+    // Every chunk but the last is CHUNK_SIZE bytes: a shorter one is a damaged store (-32603).
+    if (n !== Math.min(end - start, CHUNK_SIZE) - from) throw new Error(`chunk ${i} of ${path} is shorter than its place in the file`);
+    at += n;
+  }
+  return out;
 }
 
 const uint32 = z.number().int().min(0).max(0xffffffff);

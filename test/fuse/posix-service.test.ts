@@ -115,7 +115,7 @@ t.test('readRange reads any byte range of a file or version chunk by chunk', asy
   const v1 = noise(3 * CHUNK_SIZE + 17, 3);
   await f.fs.write('/r', v1);
   await f.fs.write('/r', b('short'));
-  for (const [off, len] of [[0, 10], [CHUNK_SIZE - 5, 10], [CHUNK_SIZE, CHUNK_SIZE], [2 * CHUNK_SIZE + 1, 5 * CHUNK_SIZE], [v1.length, 4]]) {
+  for (const [off, len] of [[0, 10], [65_530, 20], [CHUNK_SIZE - 5, 10], [CHUNK_SIZE, CHUNK_SIZE], [CHUNK_SIZE - 3, CHUNK_SIZE + 6], [2 * CHUNK_SIZE + 1, 5 * CHUNK_SIZE], [0, v1.length], [v1.length - 1, 4], [v1.length, 4]]) {
     t.ok(readRange(f.fs, '/r', off!, len!, 1).equals(v1.subarray(off!, off! + len!)), `version 1 [${off}, +${len})`);
   }
   t.equal(readRange(f.fs, '/r', 1, 3).toString(), 'hor', 'the current version by default');
