@@ -32,7 +32,7 @@ function setup(t: Test, opts: { residentChunks?: number; holdDelayMs?: number } 
     if (opts.holdDelayMs) await new Promise((ok) => setTimeout(ok, opts.holdDelayMs));
     return backend.hold(r, rel);
   };
-  const holds = new ChunkHolds({ hold, chunk: (h) => backend.chunk(h) }, (err) => t.error(err, 'an early store failed'));
+  const holds = new ChunkHolds({ hold, chunk: (h) => backend.chunk(h), chunkRange: (h, from, to, target, at) => backend.chunkRange(h, from, to, target, at) }, (err) => t.error(err, 'an early store failed'));
   const spoolDir = mkdtempSync(join(tmpdir(), 'svc-spool-'));
   t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }));
   const open = async (path: string, opts2: { stored?: boolean } = {}) => new OpenFile(

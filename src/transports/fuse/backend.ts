@@ -140,6 +140,8 @@ export interface FuseBackend {
   hold?(requests: HoldRequest[], release: string[]): Promise<boolean[]>;
   /** A stored chunk's bytes by hash (present with {@link hold}). */
   chunk?(hash: string): Buffer;
+  /** Bytes `[from, to)` of a stored chunk copied into `target` at `at`: how many. */
+  chunkRange?(hash: string, from: number, to: number, target: Buffer, at: number): number;
   /** Local directory for the spool files of open files' written chunks (never inside a mount). */
   readonly spoolDir: string;
   /** The entry at a path, or undefined. Paths are absolute and normalised (FUSE gives them so). */

@@ -19,6 +19,8 @@ export interface HoldingBackend {
   hold(requests: HoldRequest[], release: string[]): Promise<boolean[]>;
   /** A stored chunk's bytes (a copy). */
   chunk(hash: string): Buffer;
+  /** Bytes `[from, to)` of a stored chunk copied into `target` at `at`: how many. */
+  chunkRange(hash: string, from: number, to: number, target: Buffer, at: number): number;
 }
 
 export class ChunkHolds {
@@ -59,6 +61,11 @@ export class ChunkHolds {
   /** A stored chunk's bytes. */
   load(hash: string): Buffer {
     return this.#backend.chunk(hash);
+  }
+
+  /** Bytes `[from, to)` of a stored chunk copied into `target` at `at` (only those): how many. */
+  loadRange(hash: string, from: number, to: number, target: Buffer, at: number): number {
+    return this.#backend.chunkRange(hash, from, to, target, at);
   }
 
   /** Resolves once nothing is queued or running. */

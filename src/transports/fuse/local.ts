@@ -261,6 +261,10 @@ export class LocalBackend implements FuseBackend {
     return this.#fs.chunks({ chunks: [hash] }).next().value as Buffer;
   }
 
+  chunkRange(hash: string, from: number, to: number, target: Buffer, at: number): number {
+    return this.#fs.chunkRangeInto(hash, from, to, target, at);
+  }
+
   async remove(path: string): Promise<void> {
     if (this.#journal && !this.#direct(path)) {
       await this.#roomInJournal(this.#journal);

@@ -114,8 +114,6 @@ export class OpenFile {
    * end of both, the content is `source`'s and so is its etag. Undefined once anything else writes.
    */
   #clone: { source: StoredContent; upto: number } | undefined;
-  /** The last held chunk read back: content-addressed, so never stale. */
-  #heldCache: { hash: string; data: Buffer } | undefined;
   #disposed = false;
   /** Reused buffer for spooled chunks read back by an early store. */
   #scratch: Buffer | undefined;
@@ -552,12 +550,6 @@ export class OpenFile {
     return this.#spool!.readSync(i, CS, (this.#scratch ??= Buffer.allocUnsafeSlow(CS)));
   }
 
-  /** Chunk `i` held in the store, read back. */
-  #heldChunk(hash: string): Buffer {
-    if (this.#heldCache?.hash !== hash) this.#heldCache = { hash, data: this.#holds!.load(hash) };
-    return this.#heldCache.data;
-  }
-
   /**
    * Fill in the hashes computed while writing, and return the etag when the running etag covers
    * every full chunk and the last partial one is in memory (then every piece has its hash).
@@ -672,7 +664,7 @@ export class OpenFile {
       const held = this.#held.get(i);
       let n = 0;
       if (held !== undefined) {
-        n = this.#heldChunk(held).copy(buf, at, off - start, upto - start);
+        n = this.#holds!.loadRange(held, off - start, upto - start, buf, at);
       } else if (!chunk && spilled !== undefined) {
         // Only the bytes asked for, straight from the spool.
         const want = Math.min(upto - start, spilled) - (off - start);
@@ -707,7 +699,7 @@ export class OpenFile {
     if (!chunk && held !== undefined) {
       // Written again: back into memory, and the stored copy's hold is given up.
       chunk = this.#alloc(CS, !overwritten);
-      if (!overwritten) this.#heldChunk(held).copy(chunk);
+      if (!overwritten) this.#holds!.loadRange(held, 0, CS, chunk, 0);
       this.#held.delete(i);
       this.#dirty.set(i, chunk);
       this.#release([held]);

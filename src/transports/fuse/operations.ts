@@ -174,10 +174,10 @@ export class FuseFileSystem {
     this.#gid = opts.gid;
     this.#unsubscribe = this.#backend.onChange((e) => this.#onChange(e));
     this.#hasher = this.#backend.reusesHashes ? new ChunkHasher() : undefined;
-    const { hold, chunk } = this.#backend;
-    this.#holds = this.#hasher && hold && chunk
+    const { hold, chunk, chunkRange } = this.#backend;
+    this.#holds = this.#hasher && hold && chunk && chunkRange
       ? new ChunkHolds(
-        { hold: hold.bind(this.#backend), chunk: chunk.bind(this.#backend) },
+        { hold: hold.bind(this.#backend), chunk: chunk.bind(this.#backend), chunkRange: chunkRange.bind(this.#backend) },
         (err) => this.#log.warn({ err }, 'storing written chunks ahead of the commit failed'),
       )
       : undefined;
