@@ -524,3 +524,36 @@ t.test('an append to a large stored file hashes only what it appends, resuming t
   t.equal((await commit(other))?.etag, sha256(model), 'an unknown base etag: hashed in full');
   t.ok(fresh.bytesSent >= model.length);
 });
+
+t.test('a store without ranges (a remote one): sequential reads load each chunk once, other reads fetch only their bytes', async (t) => {
+  const data = noise(3 * CHUNK_SIZE + 999, 21);
+  const loads: number[] = [];
+  const fetches: [number, number, number][] = [];
+  const content = {
+    size: data.length, version: 1, etag: sha256(data), hash: () => undefined,
+    load: async (i: number) => (loads.push(i), data.subarray(i * CHUNK_SIZE, (i + 1) * CHUNK_SIZE)),
+    fetchRange: async (i: number, from: number, to: number) => (fetches.push([i, from, to]), data.subarray(i * CHUNK_SIZE + from, i * CHUNK_SIZE + to)),
+  };
+  const file = new OpenFile('/r', content, { mtime: 1 });
+  const reload = async () => undefined;
+  const read = async (pos: number, len: number) => {
+    const buf = Buffer.alloc(len);
+    const n = await file.read(buf, len, pos, reload);
+    return buf.subarray(0, n);
+  };
+  for (let pos = 0; pos < data.length; pos += 128 * 1024) {
+    if (!(await read(pos, 128 * 1024)).equals(data.subarray(pos, pos + 128 * 1024))) t.fail(`sequential read at ${pos}`);
+  }
+  t.same(loads, [0, 1, 2, 3], 'read through in order: each chunk loaded once');
+  t.same(fetches, [], 'and nothing fetched by range');
+  loads.length = 0;
+  const random = rng(5);
+  for (let k = 0; k < 50; k++) {
+    const pos = Math.floor(random() * data.length);
+    const len = 1 + Math.floor(random() * 8192);
+    if (!(await read(pos, len)).equals(data.subarray(pos, pos + len))) t.fail(`random read of ${len} at ${pos}`);
+  }
+  t.equal(loads.length, 0, 'random reads load no whole chunk');
+  t.ok(fetches.length >= 50 && fetches.every(([, from, to]) => to - from <= 8192), `they fetch only their bytes (${fetches.length} fetches)`);
+  await file.dispose();
+});

@@ -41,6 +41,22 @@ t.test('a remote mount writes and reads files larger than the daemon\'s request 
   t.equal(patched.version, 2);
   t.equal(patched.etag, createHash('sha256').update(data).digest('hex'), 'patched in place');
   t.equal(await d.rpc('list', { path: '/', recursive: false }).then((l: { path: string }[]) => l.length), 1, 'nothing else was stored');
+
+  // Random reads through the remote mount, each page dropped first so the read reaches the daemon
+  // (fetched alone, by range, not with its whole chunk): the bytes are the file's.
+  writeFileSync(local, data);
+  const script = join(tempDir(), 'random-reads.py');
+  writeFileSync(script, [
+    'import os, random, sys',
+    'random.seed(9)',
+    'm = os.open(sys.argv[1], os.O_RDONLY); l = os.open(sys.argv[2], os.O_RDONLY); size = os.fstat(l).st_size',
+    'for k in range(300):',
+    '    off = random.randrange(size); n = random.randrange(1, 20000)',
+    '    os.posix_fadvise(m, 0, 0, os.POSIX_FADV_DONTNEED)',
+    '    if os.pread(m, n, off) != os.pread(l, n, off): sys.exit(f"differs: {n} bytes at {off}")',
+  ].join('\n'));
+  await shOk(`python3 '${script}' '${r.mnt}/big.bin' '${local}'`, { timeoutMs: 120_000 });
+  t.pass('300 random reads through the remote mount match the file');
 });
 
 t.test('upload methods over RPC', { skip }, async (t) => {

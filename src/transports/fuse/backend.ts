@@ -58,6 +58,12 @@ export interface StoredContent {
    * no copy of the whole chunk kept between reads; without it, chunks are loaded whole.
    */
   loadRange?(index: number, from: number, to: number, target: Buffer, at: number): number;
+  /**
+   * Bytes `[from, to)` of chunk `index` fetched alone (a remote store: one `read_range` of just
+   * those bytes), for a read that does not follow the last one: a random 4 KiB read then moves
+   * 4 KiB, not the whole 1 MiB chunk.
+   */
+  fetchRange?(index: number, from: number, to: number): Promise<Buffer>;
   /** The chunk's SHA-256 when known without reading it (saves hashing it again on commit). */
   hash(index: number): string | undefined;
 }

@@ -92,6 +92,8 @@ export class OpenFile {
   /** Attributes of a file created through the mount, stored with its first commit. */
   #attributes: EntryAttributes | undefined;
   #cached: { index: number; data: Buffer } | undefined;
+  /** Where the last read ended: a read starting there (or at 0) is taken as sequential. */
+  #readEnd = -1;
   #lock: Promise<unknown> = Promise.resolve();
   readonly #hasher: ChunkHasher | undefined;
   /** SHA-256 of full chunks as they are now, computed by the hasher since they were last written. */
@@ -641,12 +643,14 @@ export class OpenFile {
 
   /**
    * Bytes `[from, to)` of stored chunk `i` copied into `target` at `at`: how many. A base that
-   * copies ranges is read for just those bytes; otherwise the chunk is loaded whole and the last one
-   * kept for the reads that follow (a remote store's).
+   * copies ranges is read for just those bytes. Otherwise (a remote store) a read that does not
+   * follow the last one fetches just its bytes when the base can, and anything else loads the whole
+   * chunk, kept for the reads that follow (a sequential reader's next ones).
    */
-  async #baseRange(i: number, from: number, to: number, target: Buffer, at: number): Promise<number> {
+  async #baseRange(i: number, from: number, to: number, target: Buffer, at: number, sequential = true): Promise<number> {
     const base = this.#base!;
     if (base.loadRange) return base.loadRange(i, from, to, target, at);
+    if (this.#cached?.index !== i && !sequential && base.fetchRange) return (await base.fetchRange(i, from, to)).copy(target, at);
     if (this.#cached?.index !== i) this.#cached = { index: i, data: await base.load(i) };
     return this.#cached.data.copy(target, at, from, to);
   }
@@ -654,6 +658,8 @@ export class OpenFile {
   async #readInto(buf: Buffer, len: number, pos: number): Promise<number> {
     const end = Math.min(pos + len, this.#size);
     if (pos >= end) return 0;
+    const sequential = pos === 0 || pos === this.#readEnd;
+    this.#readEnd = end;
     for (let off = pos; off < end;) {
       const i = Math.floor(off / CS);
       const start = i * CS;
@@ -672,7 +678,7 @@ export class OpenFile {
       } else if (chunk) {
         if (off - start < chunk.length) n = chunk.copy(buf, at, off - start, Math.min(upto - start, chunk.length));
       } else if (off < this.#keep) {
-        n = await this.#baseRange(i, off - start, Math.min(upto, this.#keep) - start, buf, at);
+        n = await this.#baseRange(i, off - start, Math.min(upto, this.#keep) - start, buf, at, sequential || off > pos);
       }
       if (off + n < upto) buf.fill(0, at + n, at + (upto - off));
       off = upto;

@@ -220,6 +220,7 @@ export class RemoteBackend implements FuseBackend {
       size, version, etag,
       hash: () => undefined,
       load: async (i) => this.#call('read_range', { path, offset: i * CHUNK_SIZE, length: CHUNK_SIZE, version }),
+      fetchRange: async (i, from, to) => this.#call('read_range', { path, offset: i * CHUNK_SIZE + from, length: to - from, version }),
     };
   }
 
