@@ -290,10 +290,11 @@ export class FsService {
    * once done (the composition root awaits it before serving). Until 2026-11-24 the current version
    * of every file also had a version row, and every chunk a `refs` row even with one reference.
    * Either layout is rewritten to the current one: the duplicate version rows go (their source
-   * and commit time move into the entry), and so do `refs` rows of 1. Layout 3 (small content
-   * inline in the rows) needs no rewrite: earlier rows are valid as they are. A data directory
-   * of a later layout than this build knows is refused: its rows may hold what this build would
-   * misread (an older build reads an inline file as empty).
+   * and commit time move into the entry), and so do `refs` rows of 1. Layouts 3 (small content
+   * inline in the rows) and 4 (chunks stored in 64 KiB pieces) need no rewrite: earlier rows and
+   * chunks are read as they are. A data directory of a later layout than this build knows is
+   * refused: it may hold what this build would misread (an older build reads an inline file as
+   * empty, and a chunk in pieces as its first 64 KiB).
    */
   async upgrade(): Promise<void> {
     const stored = this.#meta.get(LAYOUT_KEY);
@@ -1350,9 +1351,12 @@ export class FsService {
 
 /** The layout {@link FsService.upgrade} brings a data directory to. */
 const LAYOUT_KEY = 'layout';
-/** 2: the current version lives in the entry, no `refs` row for one reference; 3: small content inline. */
+/**
+ * 2: the current version lives in the entry, no `refs` row for one reference; 3: small content
+ * inline; 4: chunks stored in 64 KiB pieces (store/lmdb), so a build that read whole chunks refuses it.
+ */
 const ENTRY_HOLDS_CURRENT_LAYOUT = 2;
-const LAYOUT = 3;
+const LAYOUT = 4;
 const noop = (): void => undefined;
 
 const ROOT: DirRecord = Object.freeze({ kind: 'dir', created: 0, modified: 0 }) as DirRecord;

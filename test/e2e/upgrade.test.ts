@@ -64,5 +64,5 @@ t.test('a daemon started on an earlier-layout data directory upgrades it and ser
   t.teardown(() => store.close());
   t.same([...store.blobs.hashes()], [], 'every chunk freed once its last user is gone');
   t.same([...store.table('refs').range({})], [], 'no reference rows left');
-  t.equal(store.table<number>('fs_meta').get('layout'), 3, 'marked as upgraded (layout 3: small content may be inline)');
+  t.equal(store.table<number>('fs_meta').get('layout'), 4, 'marked as upgraded (layout 4: small content may be inline, chunks in pieces)');
 });

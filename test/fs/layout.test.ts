@@ -181,10 +181,10 @@ t.test('upgrade of a new data directory only marks it', async (t) => {
   const before = fx.dump();
   await fx.fs.upgrade();
   t.same(fx.dump(), before);
-  t.equal(fx.store.table<number>('fs_meta').get('layout'), 3);
+  t.equal(fx.store.table<number>('fs_meta').get('layout'), 4);
 });
 
-t.test('upgrade from layout 2 (before inline content) only marks it; a later layout is refused', async (t) => {
+t.test('upgrade from layout 2 (before inline content) or 3 (before chunks in pieces) only marks it; a later layout is refused', async (t) => {
   const fx = makeFs(t);
   await fx.fs.write('/big.txt', b(chunked('kept as a chunk')));
   const meta = fx.store.table<number>('fs_meta');
@@ -192,9 +192,13 @@ t.test('upgrade from layout 2 (before inline content) only marks it; a later lay
   const before = fx.dump();
   await fx.fs.upgrade();
   t.same(fx.dump(), before, 'no row rewritten');
-  t.equal(meta.get('layout'), 3);
+  t.equal(meta.get('layout'), 4);
   t.equal(fx.fs.read('/big.txt').content.toString(), chunked('kept as a chunk'));
-  await fx.store.transact(() => meta.put('layout', 4));
-  await t.rejects(fx.fs.upgrade(), /written by a newer svc \(storage layout 4; this build reads layouts up to 3\)/);
-  t.equal(meta.get('layout'), 4, 'left as it was');
+  await fx.store.transact(() => meta.put('layout', 3));
+  await fx.fs.upgrade();
+  t.same(fx.dump(), before, 'from layout 3: no row rewritten either');
+  t.equal(meta.get('layout'), 4);
+  await fx.store.transact(() => meta.put('layout', 5));
+  await t.rejects(fx.fs.upgrade(), /written by a newer svc \(storage layout 5; this build reads layouts up to 4\)/);
+  t.equal(meta.get('layout'), 5, 'left as it was');
 });
