@@ -37,7 +37,7 @@ t.test(`random writes, reads, truncations and commits match a Buffer model${spoo
   const backend = new LocalBackend({ fs: f.fs, events: new EventBus(), dataDir: '/tmp' });
   const hasher = hashed ? new ChunkHasher() : undefined;
   t.teardown(() => hasher?.close());
-  const holds = held ? new ChunkHolds({ hold: (r, rel) => backend.hold(r, rel), chunk: (h) => backend.chunk(h), chunkRange: (h, from, to, target, at) => backend.chunkRange(h, from, to, target, at) }, (err) => t.error(err)) : undefined;
+  const holds = held ? new ChunkHolds(backend, (err) => t.error(err)) : undefined;
   const sorted = (m: Map<string, number>) => [...m].sort(([a], [b]) => (a < b ? -1 : 1));
   let maxHeld = 0;
   let etagsGiven = 0;

@@ -24,7 +24,7 @@ import { normalizePath, parentOf, baseName, isWithin } from '../../core/paths.js
 import { errno, type FuseCaller, type FuseOperations, type FuseStat, type FuseStatfs } from '../../native/fuse.js';
 import { memoryPiece, type FuseBackend, type NodeInfo, type StoredContent } from './backend.js';
 import { ChunkHasher } from './hasher.js';
-import { ChunkHolds } from './chunk-holds.js';
+import { ChunkHolds, type HoldingBackend } from './chunk-holds.js';
 import { OpenFile } from './open-file.js';
 import { CHUNK_SIZE } from '../../fs/service.js';
 import { OwnChanges } from './kernel-cache.js';
@@ -123,6 +123,11 @@ const CHANGES: Partial<Record<keyof FuseBackend, { paths: (args: unknown[]) => s
   setAttributes: { paths: (a) => [a[0] as string] },
 };
 
+/** Whether the backend can store chunks of files still being written (the in-process one). */
+function isHolding(backend: FuseBackend): backend is FuseBackend & HoldingBackend {
+  return backend.hold !== undefined && backend.chunk !== undefined && backend.chunkRange !== undefined;
+}
+
 /** `backend` with every change it is asked for recorded in `own` (its events are then this mount's). */
 function recordingOwnChanges(backend: FuseBackend, own: OwnChanges): FuseBackend {
   // One wrapper per method, made on first use (every request calls the backend).
@@ -174,12 +179,8 @@ export class FuseFileSystem {
     this.#gid = opts.gid;
     this.#unsubscribe = this.#backend.onChange((e) => this.#onChange(e));
     this.#hasher = this.#backend.reusesHashes ? new ChunkHasher() : undefined;
-    const { hold, chunk, chunkRange } = this.#backend;
-    this.#holds = this.#hasher && hold && chunk && chunkRange
-      ? new ChunkHolds(
-        { hold: hold.bind(this.#backend), chunk: chunk.bind(this.#backend), chunkRange: chunkRange.bind(this.#backend) },
-        (err) => this.#log.warn({ err }, 'storing written chunks ahead of the commit failed'),
-      )
+    this.#holds = this.#hasher && isHolding(this.#backend)
+      ? new ChunkHolds(this.#backend, (err) => this.#log.warn({ err }, 'storing written chunks ahead of the commit failed'))
       : undefined;
   }
 
