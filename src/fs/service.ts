@@ -123,7 +123,9 @@ export type BatchItem =
   /** A directory made, as {@link FsService.mkdir} without `parents`, with its modification time. */
   | { path: string; mkdir: true; attributes?: EntryAttributes | undefined; modified?: number | undefined }
   /** An empty directory removed, as {@link FsService.rmdir} without `recursive`. */
-  | { path: string; rmdir: true };
+  | { path: string; rmdir: true }
+  /** A file or directory renamed, as {@link FsService.rename} with `overwrite`. */
+  | { path: string; renameTo: string };
 
 /** One chunk of content handed to {@link FsService.writeChunks}. */
 export interface ContentPiece {
@@ -398,8 +400,8 @@ export class FsService {
    * Run the guards for a change without making it: the FUSE face refuses a write when the file is
    * opened, where the caller sees the error, rather than at close, where most tools ignore it.
    */
-  checkChange(kind: MutationKind, path: string, subtree = false): void {
-    this.#check({}, kind, [normalizeFilePath(path)], subtree)();
+  checkChange(kind: MutationKind, path: string | readonly string[], subtree = false): void {
+    this.#check({}, kind, (typeof path === 'string' ? [path] : path).map((p) => normalizeFilePath(p)), subtree)();
   }
 
   /** Add a hook awaited after every commit, before the change is answered and published. */
@@ -556,7 +558,7 @@ export class FsService {
     await this.#pastBarriers(batch);
     type Prepared = { p: string; etag: string; size: number; chunks: StoredPiece[]; opts: WriteOptions } | { p: string; delete: true }
       | { p: string; mkdir: true; attributes: EntryAttributes | undefined; modified: number | undefined } | { p: string; rmdir: true }
-      | { error: unknown };
+      | { p: string; to: string } | { error: unknown };
     const settles: (() => void)[] = [];
     const prepared: Prepared[] = [];
     for (const item of items) {
@@ -577,6 +579,13 @@ export class FsService {
           continue;
         }
         const p = normalizeFilePath(item.path);
+        if ('renameTo' in item) {
+          const to = normalizeFilePath(item.renameTo);
+          if (to === p || isWithin(to, p)) throw new ValidationError(`Cannot move ${p} onto or into itself (${to})`, { path: to, errno: 'EINVAL' });
+          settles.push(this.#check(opts, 'rename', [p, to], true));
+          prepared.push({ p, to });
+          continue;
+        }
         if ('delete' in item) {
           settles.push(this.#check(opts, 'delete', [p], false));
           prepared.push({ p, delete: true });
@@ -606,6 +615,7 @@ export class FsService {
               this.#removeDir(item.p, false);
               return { created: [], version: 0 };
             }
+            if ('to' in item) return { created: this.#renameIn(item.p, item.to, true, now), version: 0 };
             return this.#putVersion(item.p, item.etag, item.size, item.chunks, item.opts, now);
           } catch (error) {
             return { error };
@@ -630,6 +640,10 @@ export class FsService {
           events.push({ type: 'rmdir', path: item.p, at: iso(now) });
           return { status: 'fulfilled', value: undefined };
         }
+        if ('to' in item) {
+          events.push(...mkdirEvents(o.created, now), { type: 'rename', path: item.p, new_path: item.to, at: iso(now) });
+          return { status: 'fulfilled', value: undefined };
+        }
         events.push(...mkdirEvents(o.created, now), { type: 'write', path: item.p, etag: item.etag, version: o.version, at: iso(now) });
         return { status: 'fulfilled', value: { etag: item.etag, version: o.version, size: item.size, modified_at: new Date(now) } };
       });
@@ -648,6 +662,41 @@ export class FsService {
     const hasChild = first(this.#entries.keys({ ...childrenRange(p), limit: 1 })) !== undefined;
     if (hasChild && !recursive) throw new ValidationError(`Directory not empty: ${p}`, { path: p, errno: 'ENOTEMPTY' });
     this.#removeSubtree(p);
+  }
+
+  /**
+   * Inside a transaction: rename `from` to `to` (a file over a file, a directory over an empty
+   * one, missing parents made); returns the directories made.
+   */
+  #renameIn(from: string, to: string, overwrite: boolean, now: number): string[] {
+    const src = this.#entries.get(entryKey(from));
+    if (!src) throw fileNotFound(from);
+    const dst = this.#entries.get(entryKey(to));
+    if (dst && !overwrite) {
+      throw new ExistsError(`Destination path already exists: ${to}`, { path: to });
+    }
+    if (dst?.kind === 'dir' && src.kind === 'file') throw isADirectory(to);
+    if (dst?.kind === 'file' && src.kind === 'dir') throw notADirectory(to);
+    if (dst?.kind === 'dir' && first(this.#entries.keys({ ...childrenRange(to), limit: 1 })) !== undefined) {
+      throw new ValidationError(`Directory not empty: ${to}`, { path: to, errno: 'ENOTEMPTY' });
+    }
+    const missingParents = this.#checkParents(to, true);
+    this.#createDirs(missingParents, now);
+    if (dst?.kind === 'file' && src.kind === 'file') {
+      this.#replaceFile(from, src, to, dst, now);
+      return missingParents;
+    }
+    if (dst) this.#entries.remove(entryKey(to));
+    this.#move(from, to, src);
+    if (src.kind === 'dir') {
+      // Collect first: the ranges change under us as we move.
+      const below: [string, EntryRecord][] = [];
+      for (const range of subtreeRanges(from)) {
+        for (const { key, value } of this.#entries.range(range)) below.push([keyPath(key), value]);
+      }
+      for (const [path, rec] of below) this.#move(path, to + path.slice(from.length), rec);
+    }
+    return missingParents;
   }
 
   /** Inside a transaction: make directory `p` in an existing directory (mkdir without `parents`). */
@@ -768,36 +817,7 @@ export class FsService {
         throw new ValidationError(`Cannot move ${from} into itself (${to})`, { path: to, errno: 'EINVAL' });
       }
       const now = Date.now();
-      const created = await this.#transact(origin, () => {
-        const src = this.#entries.get(entryKey(from));
-        if (!src) throw fileNotFound(from);
-        const dst = this.#entries.get(entryKey(to));
-        if (dst && !origin.overwrite) {
-          throw new ExistsError(`Destination path already exists: ${to}`, { path: to });
-        }
-        if (dst?.kind === 'dir' && src.kind === 'file') throw isADirectory(to);
-        if (dst?.kind === 'file' && src.kind === 'dir') throw notADirectory(to);
-        if (dst?.kind === 'dir' && first(this.#entries.keys({ ...childrenRange(to), limit: 1 })) !== undefined) {
-          throw new ValidationError(`Directory not empty: ${to}`, { path: to, errno: 'ENOTEMPTY' });
-        }
-        const missingParents = this.#checkParents(to, true);
-        this.#createDirs(missingParents, now);
-        if (dst?.kind === 'file' && src.kind === 'file') {
-          this.#replaceFile(from, src, to, dst, now);
-          return missingParents;
-        }
-        if (dst) this.#entries.remove(entryKey(to));
-        this.#move(from, to, src);
-        if (src.kind === 'dir') {
-          // Collect first: the ranges change under us as we move.
-          const below: [string, EntryRecord][] = [];
-          for (const range of subtreeRanges(from)) {
-            for (const { key, value } of this.#entries.range(range)) below.push([keyPath(key), value]);
-          }
-          for (const [path, rec] of below) this.#move(path, to + path.slice(from.length), rec);
-        }
-        return missingParents;
-      });
+      const created = await this.#transact(origin, () => this.#renameIn(from, to, origin.overwrite ?? false, now));
       await this.#commit([...mkdirEvents(created, now), { type: 'rename', path: from, new_path: to, at: iso(now) }]);
     } finally {
       settle();

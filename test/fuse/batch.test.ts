@@ -234,7 +234,7 @@ t.test('rewrites of a queued file get the next versions, in order', async (t) =>
   t.same(fs.listVersions('/v').map((v) => [v.version, fs.content(fs.versionRecord('/v', v.version)).toString()]), [[3, 'three'], [2, 'two'], [1, 'one']]);
 });
 
-t.test('rename of a queued path waits for its batch (the barrier); unlink is queued behind it', async (t) => {
+t.test('unlink is queued behind a close; a rename of a queued file is queued too', async (t) => {
   const { store, fs, ops, backend, seen } = await setup(t);
   store.hold({ transactions: true });
   await writeFile(ops, '/gone', 'g');
@@ -254,14 +254,85 @@ t.test('rename of a queued path waits for its batch (the barrier); unlink is que
   store.hold({ transactions: true });
   await rewrite(ops, '/moved', 'm2');
   const renamed = call(ops.rename, '/moved', '/there');
-  t.notOk(await settlesSoon(renamed), 'rename waits for the batch');
-  store.release();
+  t.ok(await settlesSoon(renamed), 'rename answers while the store is held (before, it waited for the batch)');
   t.same(await renamed, [0, undefined]);
+  t.equal((await call(ops.getattr, '/moved'))[0], -2, 'the old name: ENOENT at once');
+  t.equal(await readFile(ops, '/there'), 'm2', 'the new name has the queued content');
+  t.equal(fs.stat('/there'), undefined, 'not committed yet');
+  store.release();
+  await backend.drain();
   t.equal(fs.read('/there').content.toString(), 'm2', 'the renamed file has the queued content');
+  t.equal(fs.stat('/moved'), undefined);
+  t.same(seen.filter((e) => e.type === 'rename').map((e) => [e.path, e.new_path]), [['/moved', '/there']], 'a rename event');
   t.same(fs.listVersions('/there').map((v) => v.version), [2, 1], 'and its history');
   t.equal((await call(ops.chmod, '/mode', 0o600))[0], 0);
   t.equal(fs.stat('/mode')?.mode, 0o600);
   t.equal((await call(ops.mkdir, '/mode', 0o40755))[0], -17, 'mkdir over a file: EEXIST');
+});
+
+t.test('a queued file renamed over another (rsync, an editor\'s save) is shown at once with the version the store gives it', async (t) => {
+  const { store, fs, ops, backend, seen } = await setup(t);
+  await writeFile(ops, '/doc', 'v1');
+  await rewrite(ops, '/doc', 'v2');
+  await writeFile(ops, '/stored', 's');
+  await backend.drain();
+  store.hold({ transactions: true });
+  await writeFile(ops, '/.doc.tmp', 'v3');
+  const renamed = call(ops.rename, '/.doc.tmp', '/doc');
+  t.ok(await settlesSoon(renamed), 'answered while the store is held');
+  t.same(await renamed, [0, undefined]);
+  t.equal(await readFile(ops, '/doc'), 'v3');
+  t.same((await call<string[]>(ops.readdir, '/'))[1]!.filter((n) => n.includes('doc')), ['doc'], 'readdir: the new name once, not the old');
+  t.equal(fs.read('/doc').content.toString(), 'v2', 'not committed yet');
+  const chmodded = call(ops.chmod, '/doc', 0o600);
+  t.notOk(await settlesSoon(chmodded), 'a chmod of the renamed file is not folded into the rename: it waits for the queue');
+  const stored = call(ops.rename, '/stored', '/stored2');
+  t.notOk(await settlesSoon(stored), 'a rename of a file not queued still waits for the queue');
+  store.release();
+  t.same([await chmodded, await stored], [[0, undefined], [0, undefined]]);
+  await backend.drain();
+  t.equal(fs.read('/doc').content.toString(), 'v3');
+  t.same(fs.listVersions('/doc').map((v) => v.version), [3, 2, 1], 'one version more than the file it replaced');
+  t.equal(fs.stat('/doc')?.mode, 0o600);
+  t.equal(fs.stat('/.doc.tmp'), undefined);
+  t.same(seen.filter((e) => e.path === '/.doc.tmp' || e.path === '/doc').slice(-2).map((e) => [e.type, e.path, e.new_path]),
+    [['write', '/.doc.tmp', undefined], ['rename', '/.doc.tmp', '/doc']], 'events in order');
+  t.equal(fs.read('/stored2').content.toString(), 's');
+});
+
+t.test('a rename of a queued file onto a directory is left to the store: it waits for the queue, then EISDIR', async (t) => {
+  const { store, ops, backend } = await setup(t);
+  t.equal((await call(ops.mkdir, '/dir', 0o40755))[0], 0);
+  await backend.drain();
+  store.hold({ transactions: true });
+  await writeFile(ops, '/q', 'q');
+  const onto = call(ops.rename, '/q', '/dir');
+  t.notOk(await settlesSoon(onto), 'onto a directory: left to the store');
+  store.release();
+  t.equal((await onto)[0], -21, 'EISDIR, as before');
+  t.equal(await readFile(ops, '/q'), 'q', 'the file is where it was');
+});
+
+t.test('after a crash, renames of queued files are replayed in order', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-replay-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const a = await open(dir);
+  await writeFile(a.ops, '/target', 'old');
+  await a.backend.drain();
+  a.store.hold({ transactions: true });
+  await writeFile(a.ops, '/tmp1', 'new');
+  t.equal((await call(a.ops.rename, '/tmp1', '/target'))[0], 0);
+  await writeFile(a.ops, '/a', 'a');
+  t.equal((await call(a.ops.rename, '/a', '/b'))[0], 0);
+  t.equal((await call(a.ops.rename, '/b', '/c'))[0], 0);
+  t.same(parseJournal(readFileSync(join(dir, JOURNAL_FILE))).filter((r) => r.renameTo).map((r) => [r.path, r.renameTo]),
+    [['/tmp1', '/target'], ['/a', '/b'], ['/b', '/c']]);
+  await a.lmdb.close();
+  const b = await reopen(t, dir);
+  t.equal(b.fs.read('/target').content.toString(), 'new', 'the file renamed over another');
+  t.same(b.fs.listVersions('/target').map((v) => v.version), [2, 1]);
+  t.same([b.fs.stat('/tmp1'), b.fs.stat('/a'), b.fs.stat('/b')], [undefined, undefined, undefined]);
+  t.equal(b.fs.read('/c').content.toString(), 'a', 'renamed twice');
 });
 
 t.test('chmod, chown and utimens of a queued file are folded into its close: no transaction of their own', async (t) => {

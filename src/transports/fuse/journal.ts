@@ -2,8 +2,8 @@
  * @module transports/fuse/journal
  * The in-process mount's journal of small-file closes answered before their commit.
  *
- * A close of a small file (or an unlink of a file, a directory made or removed, or an attribute
- * change of a file or directory still queued) is answered once its record is appended here (one plain write(), no
+ * A close of a small file (or an unlink of a file, a directory made or removed, a rename of a file
+ * still queued, or an attribute change of a file or directory still queued) is answered once its record is appended here (one plain write(), no
  * fsync: the kernel holds it, so it survives a crash of the daemon as a local disk's close() does),
  * and many closes are then committed in ONE LMDB transaction (the local backend's group commit),
  * which also stores the sequence number of the last record it applied ({@link JOURNAL_MARK}). At
@@ -13,7 +13,7 @@
  * that before appending more).
  *
  * Record: magic (u32 BE), header length (u32), data length (u32), CRC-32 of header and data (u32),
- * header (JSON: seq, path, modified, attributes, symlink, delete, change, mkdir, rmdir), data (the
+ * header (JSON: seq, path, modified, attributes, symlink, delete, change, mkdir, rmdir, renameTo), data (the
  * file's whole content; empty for the other kinds). A torn
  * or corrupt tail (a write cut short) ends the replay there: such a close was never answered.
  */
@@ -33,7 +33,7 @@ export const ROTATE_BYTES = 8 * 1024 * 1024;
 const MAGIC = 0x53564a31; // "SVJ1"
 const FRAME = 16;
 
-/** One journaled change: a file's whole new content, its deletion, a change of its attributes, or a directory made or removed. */
+/** One journaled change: a file's whole new content, its deletion or rename, a change of its attributes, or a directory made or removed. */
 export interface JournalRecord {
   seq: number;
   path: string;
@@ -45,6 +45,8 @@ export interface JournalRecord {
   mkdir?: boolean | undefined;
   /** An empty directory removed (no content). */
   rmdir?: boolean | undefined;
+  /** The file renamed to this path, replacing what is there (no content). */
+  renameTo?: string | undefined;
   /** Modification time to record, ms. */
   modified: number;
   attributes?: EntryAttributes | undefined;
@@ -130,7 +132,7 @@ export class FuseJournal {
     const seq = this.#seq + 1;
     const header = Buffer.from(JSON.stringify({
       seq, path: rec.path, modified: rec.modified, attributes: rec.attributes, symlink: rec.symlink || undefined, delete: rec.delete || undefined,
-      change: rec.change, mkdir: rec.mkdir || undefined, rmdir: rec.rmdir || undefined,
+      change: rec.change, mkdir: rec.mkdir || undefined, rmdir: rec.rmdir || undefined, renameTo: rec.renameTo,
     }));
     const out = Buffer.allocUnsafe(FRAME + header.length + rec.data.length);
     out.writeUInt32BE(MAGIC, 0);
@@ -193,10 +195,11 @@ export class FuseJournal {
 }
 
 /**
- * The store's batch item for a journaled close, unlink, mkdir or rmdir (an attribute change is
- * applied with FsService.setAttributes instead); `hash`: the content's, when known.
+ * The store's batch item for a journaled close, unlink, rename, mkdir or rmdir (an attribute change
+ * is applied with FsService.setAttributes instead); `hash`: the content's, when known.
  */
 export function batchItem(r: Omit<JournalRecord, 'seq' | 'change'>, hash?: string): BatchItem {
+  if (r.renameTo !== undefined) return { path: r.path, renameTo: r.renameTo };
   if (r.delete) return { path: r.path, delete: true };
   if (r.mkdir) return { path: r.path, mkdir: true, attributes: r.attributes, modified: r.modified };
   if (r.rmdir) return { path: r.path, rmdir: true };

@@ -77,6 +77,9 @@ interface Queued {
   delete?: boolean | undefined;
   mkdir?: boolean | undefined;
   rmdir?: boolean | undefined;
+  /** A rename of the file at `path` (shown removed) to this path, where {@link moved} shows it meanwhile. */
+  renameTo?: string | undefined;
+  moved?: Queued | undefined;
 }
 
 /** The content of the records that have none. */
@@ -280,8 +283,38 @@ export class LocalBackend implements FuseBackend {
   }
 
   async rename(from: string, to: string): Promise<void> {
+    if (this.#journal && !this.#direct(from) && !this.#direct(to)) {
+      await this.#roomInJournal(this.#journal);
+      // A file whose close is still queued (rsync's and many editors' temporary file) is renamed
+      // in the queue too, over a file or nothing, in a directory the mount shows: nothing awaits
+      // from here to the queueing. Anything else waits for the queue and commits alone.
+      const source = this.#queued.get(from);
+      const target = this.#statNow(to);
+      const parent = parentOf(to);
+      if (source?.info && source.info.kind !== 'dir' && from !== to && target?.kind !== 'dir'
+        && (parent === '/' || this.#statNow(parent)?.kind === 'dir')) {
+        this.#fs.checkChange('rename', [from, to]);
+        return this.#queueRename(this.#journal, source, source.info, to, target);
+      }
+    }
     await this.drain();
     await this.#fs.rename(from, to, { overwrite: true, ...NOT_DURABLE });
+  }
+
+  /**
+   * Journal the rename of queued file `source` to `to` and queue it: the mount shows `source.path`
+   * removed and `to` with its content, as the store will (over a file: one version more than it).
+   */
+  #queueRename(journal: FuseJournal, source: Queued, info: NodeInfo, to: string, target: NodeInfo | undefined): void {
+    const modified = Date.now();
+    const seq = journal.append({ path: source.path, renameTo: to, modified, data: NO_DATA });
+    const version = target ? (target.version ?? 0) + 1 : info.version;
+    // What `to` shows meanwhile; never folded into (its record is the rename, which carries no attributes).
+    const moved: Queued = { ...source, seq, path: to, info: { ...info, version, ctime: modified }, batched: true, renameTo: undefined, moved: undefined };
+    this.#push(journal, {
+      seq, path: source.path, data: NO_DATA, info: undefined, attributes: undefined, symlink: false, modified, renameTo: to, moved,
+    });
+    this.#queued.set(to, moved);
   }
 
   async mkdir(path: string, attributes: EntryAttributes): Promise<void> {
@@ -556,6 +589,7 @@ export class LocalBackend implements FuseBackend {
         const q = batch[i]!;
         if (r.status === 'rejected') this.#log?.error({ err: r.reason, path: q.path }, q.info ? 'committing a closed file failed' : 'removing a file failed');
         if (this.#queued.get(q.path) === q) this.#queued.delete(q.path);
+        if (q.moved && this.#queued.get(q.moved.path) === q.moved) this.#queued.delete(q.moved.path);
       });
       this.#settledSeq = applied;
       for (const wake of this.#batchWaiters.splice(0)) wake();
