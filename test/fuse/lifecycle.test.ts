@@ -55,7 +55,9 @@ t.test('mount lifecycle', { skip }, async (t) => {
     // Directories made and removed, and times and modes set on files just closed: journaled with
     // the closes (no commit of their own), so the kill catches them queued too.
     await shOk(`cd '${mnt}/burst' && mkdir -p x/y && echo in > x/y/z && touch -d '2003-04-05 06:07:08 UTC' x/y/z && chmod 604 x/y/z`
-      + ` && mkdir gone && echo tmp > gone/t && rm gone/t && rmdir gone`);
+      + ` && mkdir gone && echo tmp > gone/t && rm gone/t && rmdir gone`
+      // Renames of files just closed (rsync's and editors' temporary files): journaled too.
+      + ` && echo new > .w.tmp && mv .w.tmp w && echo replaced > .b2.tmp && mv .b2.tmp b2`);
     await daemon.kill9();
     t.ok(isMounted(mnt), 'the dead daemon left its mount');
     t.match((await sh(`ls '${mnt}'`)).stderr, /Transport endpoint is not connected/, 'and it is stale');
@@ -70,7 +72,9 @@ t.test('mount lifecycle', { skip }, async (t) => {
     t.equal(await shOk(`cat '${mnt}/d/g8'`), 'file 8\n');
     t.equal((await shOk(`stat -c %a '${mnt}/d/f9'`)).trim(), '600', 'and the chmod');
     const burst = (await shOk(`ls '${mnt}/burst'`)).split('\n').filter(Boolean).sort();
-    t.same(burst, [...Array.from({ length: 400 }, (_, i) => `b${i + 1}`), 'v', 'x'].sort(), 'every file of the burst closed before the kill is there, and the directory removed is not');
+    t.same(burst, [...Array.from({ length: 400 }, (_, i) => `b${i + 1}`), 'v', 'w', 'x'].sort(), 'every file of the burst closed before the kill is there, and the directory removed is not');
+    t.equal(await shOk(`cat '${mnt}/burst/w' '${mnt}/burst/b2'`), 'new\nreplaced\n', 'the files renamed right after their close, one over another');
+    t.equal((await shOk(`ls -A '${mnt}/burst' | grep -c tmp || true`)).trim(), '0', 'and no temporary name left');
     t.equal((await shOk(`stat -c '%a %Y' '${mnt}/burst/x/y/z'`)).trim(), `604 ${Date.UTC(2003, 3, 5, 6, 7, 8) / 1000}`, 'the time and mode set after the close');
     t.equal(await shOk(`cat '${mnt}/burst/x/y/z'`), 'in\n');
     t.equal(await shOk(`cat '${mnt}/burst/b1' '${mnt}/burst/b400'`), 'burst 1\nburst 400\n', 'with its content');
