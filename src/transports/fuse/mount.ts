@@ -12,7 +12,7 @@
  * only a mount found there before this one is made is stat-ed, asynchronously, to tell whether it
  * is live.
  */
-import { mkdir, readdir, readFile, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, statfs } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Logger } from '../../core/log.js';
 import { forceUnmount, fuseSupport, FuseUnavailableError, NativeMount, type FuseBinding } from '../../native/fuse.js';
@@ -57,8 +57,11 @@ function unescapeMountPath(s: string): string {
 /**
  * Whether the file system mounted at `dir` answers. A mount left by a crashed server answers
  * "Transport endpoint is not connected" at once; one that does not answer within
- * {@link LIVE_PROBE_MS} (a hung server) counts as stale too. Never call it on this process's own
- * mount: the stat runs on libuv's pool, but the answer would have to come from this process.
+ * {@link LIVE_PROBE_MS} (a hung server) counts as stale too. The probe is statfs, which the kernel
+ * always asks the server: a stat would be answered from the attributes the kernel still caches
+ * for a moment after the server died, and a daemon restarted at once would refuse the stale mount
+ * as live. Never call it on this process's own mount: the probe runs on libuv's pool, but the
+ * answer would have to come from this process.
  */
 async function isLiveMount(dir: string): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
@@ -67,7 +70,7 @@ async function isLiveMount(dir: string): Promise<boolean> {
     timer.unref();
   });
   try {
-    return await Promise.race([stat(dir).then(() => true, () => false), hung]);
+    return await Promise.race([statfs(dir).then(() => true, () => false), hung]);
   } finally {
     clearTimeout(timer);
   }
