@@ -1,0 +1,268 @@
+/**
+ * @module test/fuse/tree-integrity
+ * Data integrity of a directory tree under a seeded random sequence of mkdir / rmdir / rename
+ * (files and directories, onto files, directories and nothing) / writeFile / append / truncate /
+ * unlink / rm -r / chmod / utimes / symlink, with a few files held open and written while their
+ * directories move, applied to the mount and to a plain directory side by side. Many of these are
+ * answered by the mount from its journal before the store commits them (closes, unlinks, mkdir,
+ * rmdir, attribute changes and renames of what is still queued), so after every step the whole
+ * tree is compared: names, types, modes, sizes, contents, link targets, and the times set by
+ * utimes. Every few hundred steps the daemon is killed with SIGKILL and started again: the tree
+ * it serves then must be the plain directory's, every acknowledged change replayed.
+ *
+ * SVC_FUSE_SEED and SVC_FUSE_STEPS override the seed and the number of steps.
+ */
+import t from 'tap';
+import { createHash } from 'node:crypto';
+import {
+  appendFile, chmod, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, symlink, truncate, unlink, utimes, writeFile,
+  type FileHandle,
+} from 'node:fs/promises';
+import { join } from 'node:path';
+import { fuseSkipReason, startMountedDaemon, tempDir, sh } from './harness.js';
+
+const skip = fuseSkipReason();
+if (skip) console.log(`# ${skip}`);
+
+const SEED = Number(process.env.SVC_FUSE_SEED ?? 20261125);
+const STEPS = Number(process.env.SVC_FUSE_STEPS ?? 1500);
+const KILL_EVERY = 300;
+const NAMES = ['a', 'b', 'c'];
+const MAX_OPEN = 3;
+type Side = 'mount' | 'plain';
+
+/** mulberry32: small, seedable, good enough to pick operations. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let x = a;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** One line per entry, sorted: what a person would see with `ls -lR` and `sha256sum`, less the times nobody set. */
+async function snapshot(root: string, pinned: Map<string, number>): Promise<string[]> {
+  const lines: string[] = [];
+  const walk = async (rel: string) => {
+    const entries = await readdir(join(root, rel));
+    for (const name of entries.sort()) {
+      const path = rel ? `${rel}/${name}` : name;
+      const full = join(root, path);
+      const st = await lstat(full);
+      const mode = (st.mode & 0o7777).toString(8);
+      if (st.isDirectory()) {
+        lines.push(`d ${path} ${mode}`);
+        await walk(path);
+      } else if (st.isSymbolicLink()) {
+        lines.push(`l ${path} -> ${await readlink(full)}`);
+      } else {
+        const hash = createHash('sha256').update(await readFile(full)).digest('hex').slice(0, 16);
+        const time = pinned.has(path) ? ` mtime ${Math.floor(st.mtimeMs / 1000)}` : '';
+        lines.push(`f ${path} ${mode} ${st.size} ${hash}${time}`);
+      }
+    }
+  };
+  await walk('');
+  return lines;
+}
+
+t.test(`random tree operations on the mount match a plain directory, across kill -9 (seed ${SEED}, ${STEPS} steps)`, { skip }, async (t) => {
+  const d = await startMountedDaemon(t);
+  const plainBase = tempDir('svc-fuse-plain-tree-');
+  t.teardown(() => sh(`rm -rf '${plainBase}'`));
+  const roots = { mount: join(d.mnt, 't'), plain: join(plainBase, 't') };
+  await mkdir(roots.mount);
+  await mkdir(roots.plain);
+  const random = rng(SEED);
+  const int = (n: number) => Math.floor(random() * n);
+  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
+  /** A path of depth 1–3 over three names: 39 paths, so operations meet each other often. */
+  const path = () => {
+    const r = random();
+    return Array.from({ length: r < 0.35 ? 1 : r < 0.75 ? 2 : 3 }, () => pick(NAMES)).join('/');
+  };
+  const bytes = (n: number) => {
+    const b = Buffer.alloc(n);
+    for (let i = 0; i < n; i++) b[i] = int(256);
+    return b;
+  };
+  const size = () => (random() < 0.85 ? int(3000) : int(1.3 * 1024 * 1024));
+  const at = (side: Side, p: string) => join(roots[side], p);
+  /** Files whose modification time was set by utimes and not changed since: their times are compared. */
+  const pinned = new Map<string, number>();
+  const unpin = (p: string) => {
+    for (const k of [...pinned.keys()]) if (k === p || k.startsWith(`${p}/`)) pinned.delete(k);
+  };
+  const handles: { path: string; mount: FileHandle; plain: FileHandle }[] = [];
+
+  /** Run `fn` on both sides: both must succeed, or fail with the same code. */
+  const both = async (fn: (side: Side) => Promise<unknown>): Promise<{ code?: string; mismatch?: string }> => {
+    const settle = async (side: Side) => {
+      try {
+        await fn(side);
+        return undefined;
+      } catch (err) {
+        return (err as NodeJS.ErrnoException).code ?? String(err);
+      }
+    };
+    const p = await settle('plain');
+    const m = await settle('mount');
+    return p === m ? { code: p } : { mismatch: `plain ${p ?? 'ok'} vs mount ${m ?? 'ok'}` };
+  };
+
+  const log: string[] = [];
+  /** How often each operation succeeded or failed with each code: printed, to see what a seed covers. */
+  const tally = new Map<string, number>();
+  let failures = 0;
+  let kills = 0;
+  const check = async (when: string) => {
+    const [m, p] = await Promise.all([snapshot(roots.mount, pinned), snapshot(roots.plain, pinned)]);
+    if (m.join('\n') === p.join('\n')) return true;
+    failures++;
+    t.same(m, p, `${when}: the mount's tree is the plain directory's`, { last: log.slice(-30), daemon: d.output().slice(-3000) });
+    return false;
+  };
+
+  for (let step = 1; step <= STEPS && failures === 0; step++) {
+    const r = random();
+    let what: string;
+    let outcome: { code?: string; mismatch?: string };
+    if (r < 0.10) {
+      const p = path();
+      what = `mkdir ${p}`;
+      outcome = await both((s) => mkdir(at(s, p)));
+    } else if (r < 0.16) {
+      const p = path();
+      what = `rmdir ${p}`;
+      outcome = await both((s) => rmdir(at(s, p)));
+      if (!outcome.code && !outcome.mismatch) unpin(p);
+    } else if (r < 0.20) {
+      // rm -r: unlinks and rmdirs bottom up, of things that may still be queued.
+      const p = path();
+      what = `rm -r ${p}`;
+      outcome = await both((s) => rm(at(s, p), { recursive: true }));
+      if (!outcome.code && !outcome.mismatch) unpin(p);
+    } else if (r < 0.36) {
+      const p = path();
+      const data = bytes(size());
+      what = `writeFile ${p} ${data.length}`;
+      outcome = await both((s) => writeFile(at(s, p), data));
+      pinned.delete(p);
+    } else if (r < 0.41) {
+      const p = path();
+      const data = bytes(1 + int(500));
+      what = `append ${p} ${data.length}`;
+      outcome = await both((s) => appendFile(at(s, p), data));
+      pinned.delete(p);
+    } else if (r < 0.45) {
+      const p = path();
+      const n = int(4000);
+      what = `truncate ${p} ${n}`;
+      outcome = await both((s) => truncate(at(s, p), n));
+      pinned.delete(p);
+    } else if (r < 0.52) {
+      const p = path();
+      what = `unlink ${p}`;
+      outcome = await both((s) => unlink(at(s, p)));
+      if (!outcome.code && !outcome.mismatch) pinned.delete(p);
+    } else if (r < 0.69) {
+      const from = path();
+      // Half the renames go to a sibling: the common case (a temporary name onto the real one).
+      const to = random() < 0.5 ? from.replace(/[^/]+$/, pick(NAMES)) : path();
+      what = `rename ${from} ${to}`;
+      outcome = await both((s) => rename(at(s, from), at(s, to)));
+      if (!outcome.code && !outcome.mismatch && from !== to) {
+        unpin(to);
+        for (const [k, v] of [...pinned]) {
+          if (k === from || k.startsWith(`${from}/`)) {
+            pinned.delete(k);
+            pinned.set(to + k.slice(from.length), v);
+          }
+        }
+        for (const h of handles) if (h.path === from || h.path.startsWith(`${from}/`)) h.path = to + h.path.slice(from.length);
+      }
+    } else if (r < 0.75) {
+      const p = path();
+      const mode = pick([0o600, 0o640, 0o644, 0o700, 0o750, 0o755]);
+      what = `chmod ${p} ${mode.toString(8)}`;
+      outcome = await both((s) => chmod(at(s, p), mode));
+    } else if (r < 0.81) {
+      const p = path();
+      const when = 1_000_000_000 + int(500_000_000);
+      what = `utimes ${p} ${when}`;
+      outcome = await both((s) => utimes(at(s, p), when, when));
+      if (!outcome.code && !outcome.mismatch) pinned.set(p, when);
+    } else if (r < 0.89) {
+      const p = path();
+      const target = pick(['../x', 'a/b', 'somewhere/else', 'c']);
+      what = `symlink ${target} ${p}`;
+      outcome = await both((s) => symlink(target, at(s, p)));
+    } else if (r < 0.91 && handles.length < MAX_OPEN) {
+      const p = path();
+      what = `open ${p} a+`;
+      const opened: Partial<Record<Side, FileHandle>> = {};
+      outcome = await both(async (s) => {
+        opened[s] = await open(at(s, p), 'a+');
+      });
+      if (!outcome.code && !outcome.mismatch) handles.push({ path: p, mount: opened.mount!, plain: opened.plain! });
+      else await Promise.all([opened.mount?.close(), opened.plain?.close()]);
+      pinned.delete(p);
+    } else if (r < 0.97 && handles.length) {
+      const h = pick(handles);
+      const data = bytes(1 + int(2000));
+      what = `write ${h.path} (open) ${data.length}`;
+      outcome = await both((s) => h[s].write(data));
+      pinned.delete(h.path);
+    } else if (handles.length) {
+      const h = handles.splice(int(handles.length), 1)[0]!;
+      what = `close ${h.path}`;
+      outcome = await both((s) => h[s].close());
+      pinned.delete(h.path);
+    } else {
+      continue;
+    }
+    const kind = `${what.split(' ')[0]} ${outcome.code ?? 'ok'}`;
+    tally.set(kind, (tally.get(kind) ?? 0) + 1);
+    log.push(`${step}: ${what}${outcome.code ? ` (${outcome.code})` : ''}${outcome.mismatch ? ` -> ${outcome.mismatch}` : ''}`);
+    if (outcome.mismatch) {
+      failures++;
+      t.fail(`step ${step}: ${what}: ${outcome.mismatch}`, { last: log.slice(-30), daemon: d.output().slice(-3000) });
+      break;
+    }
+    if (!(await check(`step ${step}`))) break;
+
+    if (step % KILL_EVERY === 0) {
+      // What the writers were told is done must survive a crash: close the open files (their writes
+      // are acknowledged by the close), kill the daemon before its queue can drain, start it again.
+      for (const h of handles.splice(0)) await Promise.all([h.mount.close(), h.plain.close()]);
+      await d.kill9();
+      await d.start();
+      kills++;
+      log.push(`${step}: kill -9 and start again`);
+      if (!(await check(`after kill -9 at step ${step}`))) break;
+    }
+  }
+  for (const h of handles.splice(0)) await Promise.all([h.mount.close(), h.plain.close()]);
+  t.comment([...tally].sort().map(([k, n]) => `${k}: ${n}`).join(', '));
+  if (failures === 0) t.pass(`${STEPS} steps and ${kills} kills: the trees agreed after every step and every restart`);
+
+  // Everything is closed: after the queue drains, RPC lists exactly the plain tree, with its bytes.
+  const dir = await open(roots.mount, 'r');
+  await dir.sync();
+  await dir.close();
+  const plain = await snapshot(roots.plain, new Map());
+  const files = plain.filter((l) => l.startsWith('f ')).map((l) => l.split(' ')[1]!);
+  const listed = ((await d.rpc('list', { path: '/t', recursive: true })) as string[])
+    .map((p) => p.replace(/^\/t\//, ''))
+    .filter((p) => !p.endsWith('/'));
+  const links = plain.filter((l) => l.startsWith('l ')).map((l) => l.split(' ')[1]!);
+  t.same(listed.filter((p) => !links.includes(p)).sort(), files.sort(), 'RPC lists the plain tree\'s files');
+  for (const f of files) {
+    const content = await readFile(at('plain', f));
+    const meta = await d.rpc('get_metadata', { path: `/t/${f}` });
+    t.equal(meta?.etag, createHash('sha256').update(content).digest('hex'), `${f}: the store's etag is the plain file's SHA-256`);
+  }
+});
