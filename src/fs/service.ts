@@ -70,13 +70,31 @@ export const GREP_MAX_LINE = 4 * CHUNK_SIZE;
 export type MutationKind = 'write' | 'delete' | 'rename' | 'mkdir' | 'rmdir';
 
 /**
- * Asked before every change made on a client's behalf; throws to refuse it (read-only mounts,
- * crossing a mount boundary). `paths` is the target, or [from, to] for a rename; `subtree` says the
- * change reaches everything below the path too. A guard may return a function: it is called once
- * the change is settled — committed and its commit hooks done, or refused — so a storage backend
- * can tell a change in flight from an outside one.
+ * The entry at a path as the one asking for a change sees it: the stored entry, or for the FUSE
+ * mount its changes answered but not stored yet over the stored entries. Undefined: nothing there.
  */
-export type MutationGuard = (kind: MutationKind, paths: readonly string[], subtree: boolean) => void | (() => void);
+export type ShownEntry = (path: string) => { readonly kind: 'file' | 'dir'; readonly symlink?: boolean | undefined } | undefined;
+
+/** What a {@link MutationGuard} knows beyond the paths. */
+export interface GuardContext {
+  /** What is at a path for the asker: a guard that looks at what is there asks this, not the store. */
+  readonly shown: ShownEntry;
+  /**
+   * The change was answered already by its face, which ran the guards then against what it showed
+   * ({@link ChangeOrigin.answered}): a guard that looks at what is there must not refuse it now
+   * (the store may not show yet what the face showed); one that looks only at the paths may.
+   */
+  readonly answered: boolean;
+}
+
+/**
+ * Asked before every change made on a client's behalf; throws to refuse it (read-only mounts,
+ * crossing a mount boundary, parsed views). `paths` is the target, or [from, to] for a rename;
+ * `subtree` says the change reaches everything below the path too. A guard may return a function:
+ * it is called once the change is settled — committed and its commit hooks done, or refused — so a
+ * storage backend can tell a change in flight from an outside one.
+ */
+export type MutationGuard = (kind: MutationKind, paths: readonly string[], subtree: boolean, ctx: GuardContext) => void | (() => void);
 
 /** Awaited after a commit and before the answer (local mount directories are mirrored here). */
 export type CommitHook = (events: readonly ChangeEvent[]) => Promise<void>;
@@ -96,6 +114,12 @@ export interface ChangeOrigin {
    * (the FUSE mount's queue): it does not wait for the barrier, which would wait for itself.
    */
   pastBarrier?: boolean | undefined;
+  /**
+   * The change was answered already (the FUSE mount's queued changes, and their replay after a
+   * crash): the face ran the guards when it answered, against what it showed then
+   * ({@link FsService.checkChange} with its own {@link ShownEntry}). See {@link GuardContext.answered}.
+   */
+  answered?: boolean | undefined;
 }
 
 /**
@@ -398,11 +422,14 @@ export class FsService {
 
   /**
    * Run the guards for a change without making it: the FUSE face refuses a write when the file is
-   * opened, where the caller sees the error, rather than at close, where most tools ignore it.
+   * opened, where the caller sees the error, rather than at close, where most tools ignore it, and
+   * checks the changes it answers before storing them, against what it shows (`shown`).
    */
-  checkChange(kind: MutationKind, path: string | readonly string[], subtree = false): void {
-    this.#check({}, kind, (typeof path === 'string' ? [path] : path).map((p) => normalizeFilePath(p)), subtree)();
+  checkChange(kind: MutationKind, path: string | readonly string[], subtree = false, shown: ShownEntry = this.#shownStored): void {
+    this.#check({}, kind, (typeof path === 'string' ? [path] : path).map((p) => normalizeFilePath(p)), subtree, shown)();
   }
+
+  readonly #shownStored: ShownEntry = (p) => this.stat(p);
 
   /** Add a hook awaited after every commit, before the change is answered and published. */
   addCommitHook(hook: CommitHook): void {
@@ -549,11 +576,14 @@ export class FsService {
    * nothing and does not stop the others: its result is `rejected`. `batch.mark` stores a number
    * under a name in the same transaction (read it back with {@link mark}): a caller's journal
    * records which of its entries the store holds. Change events are emitted once the transaction
-   * is committed, one per file, in order. A delete's result is undefined.
+   * is committed, one per file, in order. A delete's result is undefined. A commit hook that fails
+   * once the transaction is committed is thrown, as by every change, unless `batch.onHookFailure`
+   * takes it: then the results are returned (a caller that answered its changes already must not
+   * take them for uncommitted and commit them again).
    */
   async writeMany(
     items: readonly BatchItem[],
-    batch: ChangeOrigin & { mark?: { name: string; value: number } | undefined } = {},
+    batch: ChangeOrigin & { mark?: { name: string; value: number } | undefined; onHookFailure?: ((err: unknown) => void) | undefined } = {},
   ): Promise<PromiseSettledResult<WriteResult | undefined>[]> {
     await this.#pastBarriers(batch);
     type Prepared = { p: string; etag: string; size: number; chunks: StoredPiece[]; opts: WriteOptions } | { p: string; delete: true }
@@ -563,7 +593,7 @@ export class FsService {
     const prepared: Prepared[] = [];
     for (const item of items) {
       try {
-        const opts = { ...('pieces' in item ? item.opts : {}), fromBackend: batch.fromBackend };
+        const opts = { ...('pieces' in item ? item.opts : {}), fromBackend: batch.fromBackend, answered: batch.answered };
         if ('mkdir' in item) {
           const p = normalizePath(item.path);
           if (p === '/') throw new ExistsError('Directory already exists: /', { path: p });
@@ -647,7 +677,12 @@ export class FsService {
         events.push(...mkdirEvents(o.created, now), { type: 'write', path: item.p, etag: item.etag, version: o.version, at: iso(now) });
         return { status: 'fulfilled', value: { etag: item.etag, version: o.version, size: item.size, modified_at: new Date(now) } };
       });
-      await this.#commit(events);
+      try {
+        await this.#commit(events);
+      } catch (err) {
+        if (!batch.onHookFailure) throw err;
+        batch.onHookFailure(err);
+      }
       return results;
     } finally {
       for (const settle of settles) settle();
@@ -1339,12 +1374,13 @@ export class FsService {
   }
 
   /** Run the guards; returns what to call once the change is settled (committed and mirrored, or refused). */
-  #check(origin: ChangeOrigin, kind: MutationKind, paths: readonly string[], subtree: boolean): () => void {
+  #check(origin: ChangeOrigin, kind: MutationKind, paths: readonly string[], subtree: boolean, shown = this.#shownStored): () => void {
     if (origin.fromBackend) return noop;
     const settles: (() => void)[] = [];
+    const ctx: GuardContext = { shown, answered: origin.answered === true };
     try {
       for (const guard of this.#guards) {
-        const settle = guard(kind, paths, subtree);
+        const settle = guard(kind, paths, subtree, ctx);
         if (settle) settles.push(settle);
       }
     } catch (err) {

@@ -24,7 +24,7 @@ import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { PermissionDeniedError } from '../core/errors.js';
 import { normalizePath } from '../core/paths.js';
-import type { FsService, ListEntry, FileMetadata } from '../fs/service.js';
+import type { FsService, ListEntry, FileMetadata, ShownEntry } from '../fs/service.js';
 import type { FileRecord } from '../fs/records.js';
 import { originalPathOf, parseableExt, viewPathOf } from './names.js';
 import type { ConvertAnswer, ConvertJob } from './worker.js';
@@ -93,9 +93,12 @@ export class ParsedViews {
     this.#idleMs = opts.idleMs ?? 10_000;
     // Every change to a view is refused where every face's changes pass (RPC, the POSIX methods,
     // uploads, the FUSE mount), like a read-only mount's.
-    fs.addGuard((kind, paths) => {
+    // A change the FUSE mount answered already was checked then, against what it showed (its
+    // queued changes over the store): the store alone may not show the original yet, or still.
+    fs.addGuard((kind, paths, _subtree, { shown, answered }) => {
+      if (answered) return;
       // Paths here are normalised; only `….md` names can be views (the common case costs one test).
-      for (const p of paths) if (p.endsWith('.md')) this.refuseChange(p, VERBS[kind]);
+      for (const p of paths) if (p.endsWith('.md')) this.refuseChange(p, VERBS[kind], shown);
     });
   }
 
@@ -103,17 +106,17 @@ export class ParsedViews {
    * The original's path when `path` is a view: shaped like one, not a stored entry itself, and
    * its original a stored regular file. Undefined otherwise (a malformed path is still -32002).
    */
-  originalOf(path: string): string | undefined {
+  originalOf(path: string, shown: ShownEntry = (p) => this.#fs.stat(p)): string | undefined {
     const p = normalizePath(path);
     const original = originalPathOf(p);
-    if (original === undefined || this.#fs.stat(p) !== undefined) return undefined;
-    const rec = this.#fs.stat(original);
+    if (original === undefined || shown(p) !== undefined) return undefined;
+    const rec = shown(original);
     return rec?.kind === 'file' && !rec.symlink ? original : undefined;
   }
 
-  /** -32004 (EROFS on a mount) when `path` is a view: they are read-only. */
-  refuseChange(path: string, action: string): void {
-    const original = this.originalOf(path);
+  /** -32004 (EROFS on a mount) when `path` is a view (as `shown` shows the tree): they are read-only. */
+  refuseChange(path: string, action: string, shown?: ShownEntry): void {
+    const original = this.originalOf(path, shown);
     if (original !== undefined) {
       throw new PermissionDeniedError(`Read-only parsed view: cannot ${action} ${normalizePath(path)} (a view of ${original})`,
         { path: normalizePath(path), original, errno: 'EROFS' });

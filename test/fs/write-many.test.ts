@@ -93,6 +93,38 @@ t.test('guards are asked for every item and settled once the batch is committed'
   t.equal(fs.stat('/ro/b'), undefined);
 });
 
+t.test('guards learn whether the change was answered already, and see what the asker shows', async (t) => {
+  const { fs } = makeFs(t);
+  const seen: string[] = [];
+  fs.addGuard((kind, paths, _subtree, { shown, answered }) => {
+    seen.push(`${kind} ${paths[0]} answered=${answered} shown=${shown(paths[0]!)?.kind ?? 'nothing'}`);
+  });
+  await fs.write('/f', b('x'));
+  await fs.writeMany([{ path: '/f', pieces: [{ data: b('y') }] }]);
+  await fs.writeMany([{ path: '/f', pieces: [{ data: b('z') }] }], { answered: true });
+  fs.checkChange('write', '/g', false, (p) => (p === '/g' ? { kind: 'dir' } : undefined));
+  t.same(seen, [
+    'write /f answered=false shown=nothing', 'write /f answered=false shown=file', 'write /f answered=true shown=file',
+    'write /g answered=false shown=dir',
+  ]);
+});
+
+t.test('a commit hook failing after the commit: thrown, unless the caller takes it (then the results are returned)', async (t) => {
+  const { fs } = makeFs(t);
+  let failing = true;
+  fs.addCommitHook(async () => {
+    if (failing) throw new Error('hook failed');
+  });
+  await t.rejects(fs.writeMany([{ path: '/a', pieces: [{ data: b('1') }] }]), /hook failed/, 'thrown by default');
+  t.equal(fs.read('/a').content.toString(), '1', 'though committed');
+  const taken: unknown[] = [];
+  const results = await fs.writeMany([{ path: '/a', pieces: [{ data: b('2') }] }], { onHookFailure: (err) => taken.push(err) });
+  t.same(results.map((r) => r.status === 'fulfilled' && r.value?.version), [2], 'the results, with the version committed');
+  t.match(taken, [/hook failed/], 'the failure handed to the caller');
+  failing = false;
+  t.same(fs.listVersions('/a').map((v) => v.version), [2, 1], 'one version per call');
+});
+
 t.test('deletes join the batch: in order with writes, refused when there is nothing to delete', async (t) => {
   const fx = makeFs(t);
   const { fs } = fx;

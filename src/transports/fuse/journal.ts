@@ -87,7 +87,11 @@ export class FuseJournal {
       // Closes, unlinks, directories made and removed in one transaction per run of them; an attribute change after them, on its own.
       let run: JournalRecord[] = [];
       const commitRun = async (mark: number) => {
-        const results = await deps.fs.writeMany(run.map((r) => batchItem(r)), { mark: { name: JOURNAL_MARK, value: mark } });
+        // Answered before the crash, checked then against what the mount showed (see FsService's ChangeOrigin.answered).
+        const results = await deps.fs.writeMany(run.map((r) => batchItem(r)), {
+          answered: true, mark: { name: JOURNAL_MARK, value: mark },
+          onHookFailure: (err) => deps.log.error({ err, changes: run.length }, 'a commit hook failed after replayed FUSE changes were committed'),
+        });
         results.forEach((r, i) => {
           if (r.status === 'rejected') deps.log.error({ err: r.reason, path: run[i]!.path }, 'replaying a journaled FUSE close failed');
         });

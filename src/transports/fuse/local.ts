@@ -21,7 +21,12 @@
  * A batch the store cannot commit (a full disk) loses nothing: its closes were answered, so they
  * stay queued and served, and the batch is tried again after {@link RETRY_MS} (doubling up to
  * {@link RETRY_MAX_MS}); meanwhile the barrier, fsync and the memory bound fail with the store's
- * error (ENOSPC) instead of waiting, and the journal keeps the records for the next start.
+ * error (ENOSPC) instead of waiting, and the journal keeps the records for the next start. A
+ * commit hook failing once the batch is committed is logged: the batch is not tried again.
+ *
+ * The guards (read-only mounts, parsed views) check each change the mount answers when it answers,
+ * against what the mount shows (queued changes over the store); the batch does not ask again what
+ * depends on the store's contents, which may not show yet what the mount showed.
  */
 import { createHash } from 'node:crypto';
 import { statfs } from 'node:fs/promises';
@@ -30,7 +35,7 @@ import type { EventBus } from '../../core/events.js';
 import type { Logger } from '../../core/log.js';
 import { parentOf } from '../../core/paths.js';
 import { hasInline, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord } from '../../fs/records.js';
-import { CHUNK_SIZE, type AttributeChanges, type FsService, type HoldRequest } from '../../fs/service.js';
+import { CHUNK_SIZE, type AttributeChanges, type FsService, type HoldRequest, type MutationKind, type ShownEntry } from '../../fs/service.js';
 import { ExistsError, NotFoundError, ValidationError } from '../../core/errors.js';
 import {
   zeroChunkHash, type CommitOptions, type CommitPiece, type CommitResult, type FuseBackend, type NodeInfo, type SpaceInfo, type StoredContent,
@@ -231,8 +236,18 @@ export class LocalBackend implements FuseBackend {
     return this.#stored(this.#fs.file(path));
   }
 
+  /** Run the guards for a change the mount answers, against what the mount shows (its queued changes over the store). */
+  #checkChange(kind: MutationKind, path: string | readonly string[], subtree = false): void {
+    this.#fs.checkChange(kind, path, subtree, this.#shown);
+  }
+
+  readonly #shown: ShownEntry = (path) => {
+    const info = this.#statNow(path);
+    return info && { kind: info.kind === 'dir' ? 'dir' : 'file', symlink: info.kind === 'symlink' };
+  };
+
   async checkWritable(path: string): Promise<void> {
-    this.#fs.checkChange('write', path);
+    this.#checkChange('write', path);
   }
 
   /**
@@ -273,7 +288,7 @@ export class LocalBackend implements FuseBackend {
       await this.#roomInJournal(this.#journal);
       const info = this.#statNow(path);
       if (info && info.kind !== 'dir') {
-        this.#fs.checkChange('delete', path);
+        this.#checkChange('delete', path);
         this.#queueRecord(this.#journal, { path, modified: Date.now(), delete: true }, undefined);
         return;
       }
@@ -293,7 +308,7 @@ export class LocalBackend implements FuseBackend {
       const parent = parentOf(to);
       if (source?.info && source.info.kind !== 'dir' && from !== to && target?.kind !== 'dir'
         && (parent === '/' || this.#statNow(parent)?.kind === 'dir')) {
-        this.#fs.checkChange('rename', [from, to]);
+        this.#checkChange('rename', [from, to]);
         return this.#queueRename(this.#journal, source, source.info, to, target);
       }
     }
@@ -326,7 +341,7 @@ export class LocalBackend implements FuseBackend {
       // What the mount shows, queued or stored, is there: no need to wait for the queue to say so.
       if (path !== '/' && this.#statNow(path)) throw new ExistsError(`File exists: ${path}`, { path });
       if (path !== '/' && (parent === '/' || this.#statNow(parent)?.kind === 'dir')) {
-        this.#fs.checkChange('mkdir', path);
+        this.#checkChange('mkdir', path);
         const modified = Date.now();
         const info: NodeInfo = { kind: 'dir', size: 0, mtime: modified, ctime: modified, mode: attributes.mode, uid: attributes.uid, gid: attributes.gid };
         this.#queueRecord(this.#journal, { path, modified, attributes, mkdir: true }, info);
@@ -348,7 +363,7 @@ export class LocalBackend implements FuseBackend {
         if (!info) throw new NotFoundError(`Directory not found: ${path}`, { path });
         if (info.kind !== 'dir') throw new ValidationError(`Not a directory: ${path}`, { path, errno: 'ENOTDIR' });
         if (this.#listNow(path).length > 0) throw new ValidationError(`Directory not empty: ${path}`, { path, errno: 'ENOTEMPTY' });
-        this.#fs.checkChange('rmdir', path, true);
+        this.#checkChange('rmdir', path, true);
         this.#queueRecord(this.#journal, { path, modified: Date.now(), rmdir: true }, undefined);
         return;
       }
@@ -375,7 +390,7 @@ export class LocalBackend implements FuseBackend {
    * `cp -a` and `install -m` the times or mode of what they have just made.
    */
   #fold(journal: FuseJournal, q: Queued, info: NodeInfo, changes: AttributeChanges): void {
-    this.#fs.checkChange('write', q.path);
+    this.#checkChange('write', q.path);
     const change: AttributeChanges = {
       mode: changes.mode === undefined ? undefined : changes.mode & 0o7777, uid: changes.uid, gid: changes.gid, modified: changes.modified,
     };
@@ -494,7 +509,7 @@ export class LocalBackend implements FuseBackend {
     if (prev?.kind === 'dir') return undefined;
     const parent = parentOf(path);
     if (parent !== '/' && this.#statNow(parent)?.kind !== 'dir') return undefined;
-    this.#fs.checkChange('write', path);
+    this.#checkChange('write', path);
     const modified = opts.modified ?? Date.now();
     const etag = createHash('sha256').update(data).digest('hex');
     // The attributes the stored entry will carry (as FsService keeps them: given, else the entry's own).
@@ -567,7 +582,12 @@ export class LocalBackend implements FuseBackend {
       try {
         results = await this.#fs.writeMany(
           batch.map((q) => batchItem(q, q.info?.etag)),
-          { ...NOT_DURABLE, pastBarrier: true, mark: { name: JOURNAL_MARK, value: applied } },
+          {
+            ...NOT_DURABLE, pastBarrier: true, answered: true, mark: { name: JOURNAL_MARK, value: applied },
+            // Committed, and answered long ago: a hook's failure (ReBAC following a rename, a
+            // storage mount's mirror) is logged; taking the batch for uncommitted would commit it twice.
+            onHookFailure: (err) => this.#log?.error({ err, changes: batch.length }, 'a commit hook failed after queued changes were committed'),
+          },
         );
       } catch (err) {
         // Nothing was committed (see the module note): the batch goes back to the queue's front,
