@@ -66,6 +66,11 @@ export interface StoredContent {
   fetchRange?(index: number, from: number, to: number): Promise<Buffer>;
   /** The chunk's SHA-256 when known without reading it (saves hashing it again on commit). */
   hash(index: number): string | undefined;
+  /**
+   * The open file this content backs was renamed to `path` (it or a directory above it): a store
+   * read by path (remote) reads from there. Absent where content is read by chunk hash.
+   */
+  moved?(path: string): void;
 }
 
 /**

@@ -63,7 +63,7 @@ export type Committer = (
 export type VersionLoader = (path: string, version: number) => Promise<StoredContent>;
 
 export class OpenFile {
-  /** Current path (rename moves it; a file unlinked while open keeps its hidden name here). */
+  /** Current path ({@link moveTo} on a rename; a file unlinked while open keeps its hidden name here). */
   path: string;
   /** Handles open on this file. */
   readonly handles = new Set<number>();
@@ -168,6 +168,12 @@ export class OpenFile {
   /** Written chunks waiting in the spool file. */
   get spilledChunks(): number {
     return this.#spilled.size;
+  }
+
+  /** The file (or a directory above it) was renamed in the store: it is at `path` now. */
+  moveTo(path: string): void {
+    this.path = path;
+    this.#base?.moved?.(path);
   }
 
   /** Not stored yet (created through the mount, no commit so far). */

@@ -685,7 +685,7 @@ export class FuseFileSystem {
     for (const [p, file] of [...this.#files]) {
       if (!isWithin(p, from) || file.orphan) continue;
       this.#files.delete(p);
-      file.path = target + p.slice(from.length);
+      file.moveTo(target + p.slice(from.length));
       this.#files.set(file.path, file);
     }
   }

@@ -215,12 +215,33 @@ export class RemoteBackend implements FuseBackend {
     }
   }
 
+  /**
+   * A stored version, read by path and version number (the wire's `read_range`). When the open file
+   * it backs moves (it or a directory above it renamed), `moved` points it at the new name, where
+   * the next read finds its version again by etag: a rename over a file gives the content the
+   * next version number of that name.
+   */
   #stored(path: string, version: number, size: number, etag: string): StoredContent {
+    let at: Promise<{ path: string; version: number }> = Promise.resolve({ path, version });
+    const read = async (offset: number, length: number) => {
+      const where = await at;
+      return this.#call('read_range', { path: where.path, offset, length, version: where.version });
+    };
     return {
       size, version, etag,
       hash: () => undefined,
-      load: async (i) => this.#call('read_range', { path, offset: i * CHUNK_SIZE, length: CHUNK_SIZE, version }),
-      fetchRange: async (i, from, to) => this.#call('read_range', { path, offset: i * CHUNK_SIZE + from, length: to - from, version }),
+      load: (i) => read(i * CHUNK_SIZE, CHUNK_SIZE),
+      fetchRange: (i, from, to) => read(i * CHUNK_SIZE + from, to - from),
+      moved: (to) => {
+        at = at.then(async () => {
+          this.#cache.delete(to);
+          const info = await this.stat(to);
+          if (info?.etag !== etag || info.version === undefined) {
+            throw new SvcError(-32000, `File not found: ${to} no longer holds what was opened as ${path}`, { path: to });
+          }
+          return { path: to, version: info.version };
+        });
+      },
     };
   }
 
