@@ -671,6 +671,10 @@ export class FuseFileSystem {
     if (this.#pendingDeletes.has(from)) throw new PosixError('ENOENT');
     const target = normalizePath(to);
     await this.#cancelDelete(target);
+    // Stored files unlinked while open and still waiting for their delete, below either name: the
+    // store must not carry them along (the delete would miss them) nor find the target not empty.
+    await this.#settleDelete(from);
+    await this.#settleDelete(target);
     for (const [p, file] of this.#files) {
       if (file.isNew && !file.orphan && p !== target && isWithin(p, target)) throw new PosixError('ENOTEMPTY');
     }
@@ -683,7 +687,9 @@ export class FuseFileSystem {
       this.#files.delete(target);
     }
     for (const [p, file] of [...this.#files]) {
-      if (!isWithin(p, from) || file.orphan) continue;
+      // Files below a renamed directory move with it, those unlinked while open too (the binding
+      // moves their hidden names, and sends their last unlink under the new one).
+      if (!isWithin(p, from) || (file.orphan && p === from)) continue;
       this.#files.delete(p);
       file.moveTo(target + p.slice(from.length));
       this.#files.set(file.path, file);
