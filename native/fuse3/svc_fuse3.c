@@ -1828,9 +1828,11 @@ static void on_timer(uv_timer_t *handle) {
     req_t *r = m->first;
     fuse_reply_err(r->fr, ETIMEDOUT);
     let_go(r);
-    /* An open or release the kernel gave up on keeps nothing waiting any more. */
-    released |= r->pends;
-    settle(r);
+    /* An open or release the kernel gave up on keeps nothing waiting any more, and neither does
+     * an unlink or rename: the requests held behind it run now instead of waiting, past their own
+     * timeout and beyond SIGKILL's reach, for JS's late answer to it. */
+    released |= settle(r);
+    released |= unchange(r);
   }
   if (released && (m->parked_first || m->held_first)) in_scope(m, run_parked);
 }

@@ -521,6 +521,8 @@ class Fuse3Mount implements BindingMount {
   /** Settled by the addon's events. */
   #onInit: ((ok: boolean) => void) | undefined;
   #onDetached: (() => void) | undefined;
+  /** The detach under way, which every unmount() call waits for. */
+  #unmounting: Promise<void> | undefined;
 
   constructor(dir: string, ops: FuseOperations, opts: NativeMountOptions) {
     const addon = loadFuse3();
@@ -544,6 +546,7 @@ class Fuse3Mount implements BindingMount {
         resolve(deviceOf(this.#addon.fd(this.#handle!)));
       };
       try {
+        this.#unmounting = undefined;
         this.#handle = this.#addon.mount(this.#dir, ['-o', options.join(',')], o.cacheSeconds, o.requestTimeoutMs, this.#dispatch, (event) => this.#event(event), o.spinMicros ?? 0);
       } catch (err) {
         this.#onInit = undefined;
@@ -568,13 +571,14 @@ class Fuse3Mount implements BindingMount {
   unmount(): Promise<void> {
     const handle = this.#handle;
     if (!handle) return Promise.resolve();
-    return new Promise((resolve) => {
+    // One detach: a second call waits for the first's (the addon refuses to start another).
+    return (this.#unmounting ??= new Promise((resolve) => {
       this.#onDetached = () => {
         this.#onDetached = undefined;
         resolve();
       };
       if (!this.#addon.unmount(handle)) this.#onDetached();
-    });
+    }));
   }
 
   /** A getattr's answer, packed (the addon copies it before reply() returns). */

@@ -1,0 +1,153 @@
+/**
+ * @module test/fuse/binding-held
+ * The libfuse 3 binding's bookkeeping around requests JS is slow to answer, through the kernel,
+ * with a small in-memory file system (written to a temporary directory at run time) whose renames
+ * of names containing "slowren" answer late:
+ * - a request held behind an unlink or rename (a stat or close of a file below a directory being
+ *   renamed) is answered within the mount's request timeout even when JS answers the rename much
+ *   later: it used to wait for that answer, unkillable (D state), forever if it never came;
+ * - NativeMount.unmount() called twice: both calls settle (the first used to hang).
+ * Found in a review of the binding; both tests failed before.
+ */
+import t from 'tap';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fuseSupport, fuseBinding } from '../../src/native/fuse.js';
+import { fuseSkipReason, isMounted, sh, shOk, tempDir } from './harness.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const TIMEOUT_MS = 400;
+
+const support = fuseSupport();
+const skip = !support.available ? `FUSE tests skipped: ${support.reason}`
+  : fuseBinding() !== 'libfuse3' ? 'the libfuse 3 addon is not built' : fuseSkipReason();
+if (skip) console.log(`# ${skip}`);
+
+/** An in-memory file system whose renames of names containing "slowren" answer after `slowMs`. */
+const PROBE = `
+import { constants } from 'node:os';
+import { NativeMount } from ${JSON.stringify(join(ROOT, 'src', 'native', 'fuse.js'))};
+const [dir, timeoutArg, slowArg] = process.argv.slice(2);
+const E = constants.errno;
+const say = (line) => process.stdout.write(line + '\\n');
+const files = new Map([['/', { mode: 0o040755, data: Buffer.alloc(0) }]]);
+const handles = new Map();
+let nextFd = 10;
+const statOf = (e) => ({ mode: e.mode, uid: 0, gid: 0, size: e.data.length, nlink: 1, mtime: 0, atime: 0, ctime: 0 });
+const parent = (p) => p.slice(0, p.lastIndexOf('/')) || '/';
+const ok = (cb) => cb(0);
+const ops = {
+  statfs: (_p, cb) => cb(0, { bsize: 4096, frsize: 4096, blocks: 1, bfree: 1, bavail: 1, files: 1, ffree: 1, favail: 1, fsid: 1, flag: 0, namemax: 255 }),
+  getattr: (p, cb) => (files.has(p) ? cb(0, statOf(files.get(p))) : cb(-E.ENOENT)),
+  readdir: (p, cb) => {
+    const names = [...files.keys()].filter((q) => q !== '/' && parent(q) === p).map((q) => q.slice(q.lastIndexOf('/') + 1));
+    cb(0, ['.', '..', ...names]);
+  },
+  open: (p, _f, cb) => { if (!files.has(p)) return cb(-E.ENOENT); handles.set(nextFd, p); cb(0, nextFd++); },
+  create: (p, mode, cb) => { files.set(p, { mode, data: Buffer.alloc(0) }); handles.set(nextFd, p); cb(0, nextFd++, statOf(files.get(p))); },
+  read: (_p, _fd, _b, _l, _pos, cb) => cb(0),
+  write: (_p, _fd, _b, len, _pos, cb) => cb(len),
+  truncate: (_p, _s, cb) => ok(cb), ftruncate: (_p, _fd, _s, cb) => ok(cb),
+  flush: (_p, _fd, cb) => ok(cb), fsync: (_p, _d, _fd, cb) => ok(cb), fsyncdir: (_p, _d, _fd, cb) => ok(cb),
+  release: (_p, fd, cb) => { handles.delete(fd); cb(0); },
+  unlink: (p, cb) => cb(files.delete(p) ? 0 : -E.ENOENT),
+  rename: (src, dest, cb) => {
+    const run = () => {
+      say('renamed ' + src + ' ' + dest);
+      for (const [p, f] of [...files]) if (p === src || p.startsWith(src + '/')) { files.delete(p); files.set(dest + p.slice(src.length), f); }
+      cb(0);
+    };
+    if (src.includes('slowren')) return void setTimeout(run, Number(slowArg));
+    run();
+  },
+  link: (_s, _d, cb) => cb(-E.EPERM), mknod: (_p, _m, _d, cb) => cb(-E.EPERM), symlink: (_t, _p, cb) => cb(-E.EPERM),
+  readlink: (_p, cb) => cb(-E.EINVAL),
+  mkdir: (p, mode, cb) => { files.set(p, { mode: 0o040000 | mode, data: Buffer.alloc(0) }); cb(0); },
+  rmdir: (p, cb) => cb(files.delete(p) ? 0 : -E.ENOENT),
+  chmod: (_p, _m, cb) => ok(cb), chown: (_p, _u, _g, cb) => ok(cb), utimens: (_p, _a, _m, cb) => ok(cb),
+};
+const mount = new NativeMount(dir, ops, { cacheSeconds: 0.5, defaultPermissions: true, fsname: 'svc:review', requestTimeoutMs: Number(timeoutArg), spinMicros: 30 });
+process.on('SIGTERM', () => void mount.unmount().then(() => say('unmounted')));
+process.on('SIGHUP', () => {
+  void mount.unmount().then(() => say('unmount1 resolved'));
+  void mount.unmount().then(() => say('unmount2 resolved'));
+});
+// Keeps the process alive after the unmount, so an unsettled promise is told from an exit.
+setInterval(() => {}, 1000);
+await mount.mount();
+say('ready ' + mount.binding);
+`;
+
+interface Probe { child: ChildProcess; lines: string[]; exited: Promise<unknown> }
+
+async function startProbe(t: { teardown(fn: () => unknown): void }, slowMs: number): Promise<{ probe: Probe; mnt: string }> {
+  const base = tempDir('svc-review-');
+  const mnt = join(base, 'mnt');
+  mkdirSync(mnt);
+  const script = join(base, 'probe.mts');
+  writeFileSync(script, PROBE);
+  const child = spawn(process.execPath, ['--import', 'tsx', script, mnt, String(TIMEOUT_MS), String(slowMs)], {
+    cwd: ROOT, env: { ...process.env, SVC_FUSE_BINDING: 'libfuse3' }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let partial = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    partial += d.toString();
+    const parts = partial.split('\n');
+    partial = parts.pop()!;
+    lines.push(...parts);
+  });
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise((ok) => child.once('exit', ok));
+  const probe = { child, lines, exited };
+  t.teardown(async () => {
+    // SIGKILL ends the connection: whatever waits in the kernel is let go.
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+    if (isMounted(mnt)) await sh(`fusermount3 -uz ${mnt} || umount -l ${mnt}`);
+  });
+  for (let i = 0; i < 200 && !lines.some((l) => l.startsWith('ready ')); i++) {
+    if (child.exitCode !== null) throw new Error(`probe exited: ${stderr}`);
+    await new Promise((ok) => setTimeout(ok, 50));
+  }
+  if (!lines.some((l) => l.startsWith('ready '))) throw new Error(`probe not ready: ${stderr}`);
+  return { probe, mnt };
+}
+
+t.test('requests JS answers late', { skip }, async (t) => {
+  t.test('a request held behind a slow rename is still answered within the mount\'s timeout', async (t) => {
+    // JS takes 10 request timeouts over a directory rename. The rename itself fails with ETIMEDOUT
+    // after one; an fstat of an open file below the directory, sent meanwhile, is held (held_t)
+    // until JS has answered the rename: 10 timeouts, unkillable (a rename JS never answers: forever).
+    const slowMs = TIMEOUT_MS * 10;
+    const { mnt } = await startProbe(t, slowMs);
+    await shOk(`mkdir ${mnt}/slowren-d && touch ${mnt}/slowren-d/f`);
+    const out = await shOk(`python3 -c "
+import os, time, subprocess
+fd = os.open('${mnt}/slowren-d/f', os.O_RDONLY)
+time.sleep(1.0)
+mv = subprocess.Popen(['mv', '${mnt}/slowren-d', '${mnt}/other-d'], stderr=subprocess.DEVNULL)
+time.sleep(0.7)  # the kernel's cached attributes have expired: fstat asks the daemon
+t = time.time()
+os.fstat(fd)
+print(int((time.time() - t) * 1000))
+mv.wait()
+"`, { timeoutMs: slowMs * 3 });
+    const took = Number(out.trim());
+    t.ok(took < TIMEOUT_MS * 2, `fstat answered in ${took} ms (the mount's timeout is ${TIMEOUT_MS} ms; the rename took ${slowMs} ms in JS)`);
+  });
+
+  t.test('unmount() called twice: both calls settle', async (t) => {
+    const { probe, mnt } = await startProbe(t, 0);
+    probe.child.kill('SIGHUP');
+    for (let i = 0; i < 200 && !(probe.lines.includes('unmount1 resolved') && probe.lines.includes('unmount2 resolved')); i++) {
+      await new Promise((ok) => setTimeout(ok, 50));
+    }
+    t.notOk(isMounted(mnt), 'detached');
+    t.ok(probe.lines.includes('unmount2 resolved'), 'the second call settled');
+    t.ok(probe.lines.includes('unmount1 resolved'), 'the first call settled');
+  });
+});
