@@ -1150,8 +1150,39 @@ static void advance(req_t *r, int code) {
 #define MOUNT_OF(fr) ((mount_t *)fuse_req_userdata(fr))
 
 /* A request about node `ino` with its path; NULL (and the kernel answered) when it has none. */
+/*
+ * Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+ * svc's paths are strings: a name that is not UTF-8 would reach JS with U+FFFD in place of its bad
+ * bytes, and so name another file (`caf\xe8` and `caf\xe9` both as `caf\uFFFD`). Such names are
+ * refused with EILSEQ, as file systems that keep names in UTF-8 do.
+ */
+static bool valid_utf8(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned char c = *p;
+    int extra;
+    uint32_t cp;
+    if (c < 0x80) { p++; continue; }
+    if (c >= 0xc2 && c <= 0xdf) { extra = 1; cp = c & 0x1f; }
+    else if (c >= 0xe0 && c <= 0xef) { extra = 2; cp = c & 0x0f; }
+    else if (c >= 0xf0 && c <= 0xf4) { extra = 3; cp = c & 0x07; }
+    else return false;
+    for (int i = 1; i <= extra; i++) {
+      if ((p[i] & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if ((extra == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (extra == 3 && (cp < 0x10000 || cp > 0x10ffff))) return false;
+    p += extra + 1;
+  }
+  return true;
+}
+
 static req_t *about(fuse_req_t fr, fuse_ino_t ino, const char *child) {
   mount_t *m = MOUNT_OF(fr);
+  if (child && !valid_utf8(child)) {
+    fuse_reply_err(fr, EILSEQ);
+    return NULL;
+  }
   node_t *n = by_ino(m, ino);
   char *path = n ? path_of(m, n, child) : NULL;
   if (!path) {
@@ -1358,6 +1389,7 @@ static void ll_rmdir(fuse_req_t fr, fuse_ino_t parent, const char *name) { remov
 static void ll_symlink(fuse_req_t fr, const char *target, fuse_ino_t parent, const char *name) {
   req_t *r = about(fr, parent, name);
   if (!r) return;
+  if (!valid_utf8(target)) { answer(r, -EILSEQ); return; }
   r->path2 = r->path;
   r->path = strdup(target);
   if (!r->path) { answer(r, -ENOMEM); return; }
@@ -1385,6 +1417,7 @@ static void ll_rename(fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_i
   if (!r) return;
   mount_t *m = r->m;
   node_t *np = by_ino(m, newparent);
+  if (!valid_utf8(newname)) { answer(r, -EILSEQ); return; }
   r->ino2 = newparent;
   r->name2 = strdup(newname);
   r->path2 = np ? path_of(m, np, newname) : NULL;
