@@ -1074,8 +1074,9 @@ static void advance(req_t *r, int code) {
           return;
         }
       }
-      answer(r, code);
+      /* The node first: answering runs what was parked behind this release (an unlink of the file). */
       node_release(m, n);
+      answer(r, code);
       return;
     }
     case K_RELEASE_HIDDEN: {
@@ -2061,7 +2062,8 @@ static napi_value js_reply(napi_env env, napi_callback_info info) {
   if (!r->js_pending) return NULL; /* answered twice: the first answer stands */
   r->js_pending = false;
   double code;
-  if (napi_get_value_double(env, argv[1], &code) != napi_ok) code = -EIO;
+  /* Not a number, or not an int (NaN and infinities included): a JS bug, answered as EIO. */
+  if (napi_get_value_double(env, argv[1], &code) != napi_ok || !(code >= -2147483647.0 && code <= 2147483647.0)) code = -EIO;
   int c = take_answer(env, r, (int)code, argc, argv);
   r->busy++;
   advance(r, c);
