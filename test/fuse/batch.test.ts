@@ -20,7 +20,7 @@ import { LocalBackend, BATCH_MAX_BYTES } from '../../src/transports/fuse/local.j
 import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, ROTATE_BYTES, parseJournal } from '../../src/transports/fuse/journal.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import { errno, type FuseOperations } from '../../src/native/fuse.js';
-import { call, writeFile } from '../helpers/fuse-ops.js';
+import { call, writeFile, rewrite, settlesSoon } from '../helpers/fuse-ops.js';
 import { Dispatcher } from '../../src/transports/rpc/dispatch.js';
 import { buildTable } from '../../src/core/method.js';
 import { anonymousContext } from '../../src/core/context.js';
@@ -68,25 +68,6 @@ async function setup(t: Test, opts: Options = {}) {
     rmSync(dir, { recursive: true, force: true });
   });
   return s;
-}
-
-/** Whether `p` settles within a few turns of the event loop. */
-async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  void p.then(() => (done = true), () => (done = true));
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-  return done;
-}
-
-/** open, truncate, write, flush, release: as `echo text > path` over an existing file. */
-async function rewrite(ops: FuseOperations, path: string, text: string): Promise<void> {
-  const [c, fd] = await call<number>(ops.open, path, 1);
-  if (c !== 0) throw new Error(`open ${path}: ${c}`);
-  await call(ops.ftruncate, path, fd, 0);
-  const buf = Buffer.from(text);
-  await call(ops.write, path, fd, buf, buf.length, 0);
-  await call(ops.flush, path, fd);
-  await call(ops.release, path, fd);
 }
 
 /** The content of one version of a file, as text. */

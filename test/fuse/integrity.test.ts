@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { copyFile, open, readFile, rename, rm, truncate, writeFile, mkdir, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fuseSkipReason, startMountedDaemon, tempDir, sh } from './harness.js';
+import { seededRandom } from '../helpers/random.js';
 
 const skip = fuseSkipReason();
 if (skip) console.log(`# ${skip}`);
@@ -23,18 +24,6 @@ const STEPS = Number(process.env.SVC_FUSE_STEPS ?? 3000);
 const MiB = 1024 * 1024;
 const NAMES = ['a', 'b', 'c', 'd', 'e'];
 const MAX_OPEN = 5;
-
-/** mulberry32: small, seedable, good enough to pick operations. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Pair {
   name: string;
@@ -65,7 +54,7 @@ t.test(`random operations on the mount match a plain directory (seed ${SEED}, ${
   await mkdir(dirs.mount);
   await mkdir(dirs.plain);
   const at = (side: 'mount' | 'plain', name: string) => join(dirs[side], name);
-  const random = rng(SEED);
+  const random = seededRandom(SEED);
   const int = (n: number) => Math.floor(random() * n);
   const pick = <T>(xs: T[]): T => xs[int(xs.length)]!;
   // Offsets cluster where bugs live: the start, around the 1 MiB and 2 MiB chunk boundaries, anywhere.

@@ -20,7 +20,7 @@ import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, parseJournal } from '../../src
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import { ParsedViews } from '../../src/views/views.js';
 import type { FuseOperations } from '../../src/native/fuse.js';
-import { call, writeFile } from '../helpers/fuse-ops.js';
+import { call, writeFile, rewrite, settlesSoon } from '../helpers/fuse-ops.js';
 import { eventually } from './harness.js';
 
 const log = pino({ level: 'silent' });
@@ -74,25 +74,6 @@ async function reopen(t: Test, dir: string, opts: Options = {}) {
     await b.lmdb.close();
   });
   return b;
-}
-
-/** Whether `p` settles within a few turns of the event loop. */
-async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  void p.then(() => (done = true), () => (done = true));
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-  return done;
-}
-
-/** open, truncate, write, flush, release: as `echo text > path` over an existing file. */
-async function rewrite(ops: FuseOperations, path: string, text: string): Promise<void> {
-  const [c, fd] = await call<number>(ops.open, path, 1);
-  if (c !== 0) throw new Error(`open ${path}: ${c}`);
-  await call(ops.ftruncate, path, fd, 0);
-  const buf = Buffer.from(text);
-  await call(ops.write, path, fd, buf, buf.length, 0);
-  await call(ops.flush, path, fd);
-  await call(ops.release, path, fd);
 }
 
 async function readFile(ops: FuseOperations, path: string): Promise<string> {

@@ -19,16 +19,7 @@ import type { CommitPiece } from '../../src/transports/fuse/backend.js';
 import { ChunkHasher } from '../../src/transports/fuse/hasher.js';
 import { ChunkHolds } from '../../src/transports/fuse/chunk-holds.js';
 import { Spool } from '../../src/fs/spool.js';
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), a | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../helpers/random.js';
 
 const combos = [[false, false, false], [true, false, false], [false, true, false], [true, true, false], [false, true, true], [true, true, true]] as const;
 for (const [spooled, hashed, held] of combos) {
@@ -54,7 +45,7 @@ t.test(`random writes, reads, truncations and commits match a Buffer model${spoo
   t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }));
   const file = new OpenFile('/m', await backend.content('/m'), { mtime: 1, hasher, holds, ...(spooled ? { spoolDir, residentChunks: 1 } : {}) });
   let spills = 0;
-  const random = rng(99);
+  const random = seededRandom(99);
   const int = (n: number) => Math.floor(random() * n);
   const offset = () => (random() < 0.5 ? CHUNK_SIZE - 2000 + int(4000) : int(3 * CHUNK_SIZE));
   let commits = 0;
@@ -547,7 +538,7 @@ t.test('a store without ranges (a remote one): sequential reads load each chunk 
   t.same(loads, [0, 1, 2, 3], 'read through in order: each chunk loaded once');
   t.same(fetches, [], 'and nothing fetched by range');
   loads.length = 0;
-  const random = rng(5);
+  const random = seededRandom(5);
   for (let k = 0; k < 50; k++) {
     const pos = Math.floor(random() * data.length);
     const len = 1 + Math.floor(random() * 8192);

@@ -20,6 +20,7 @@ import {
 } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fuseSkipReason, startMountedDaemon, startRemoteMount, tempDir, sh } from './harness.js';
+import { seededRandom } from '../helpers/random.js';
 
 const skip = fuseSkipReason();
 if (skip) console.log(`# ${skip}`);
@@ -30,18 +31,6 @@ const KILL_EVERY = 300;
 const NAMES = ['a', 'b', 'c'];
 const MAX_OPEN = 3;
 type Side = 'mount' | 'plain';
-
-/** mulberry32: small, seedable, good enough to pick operations. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One line per entry, sorted: what a person would see with `ls -lR` and `sha256sum`, less the times nobody set. */
 async function snapshot(root: string, pinned: Map<string, number>): Promise<string[]> {
@@ -87,7 +76,7 @@ for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name
   const roots = { mount: join(served.mnt, 't'), plain: join(plainBase, 't') };
   await mkdir(roots.mount);
   await mkdir(roots.plain);
-  const random = rng(SEED);
+  const random = seededRandom(SEED);
   const int = (n: number) => Math.floor(random() * n);
   const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
   /** A path of depth 1–3 over three names: 39 paths, so operations meet each other often. */

@@ -32,6 +32,25 @@ export async function writeFile(ops: FuseOperations, path: string, data: string 
   if (f !== 0 || r !== 0) throw new Error(`close ${path}: ${f} ${r}`);
 }
 
+/** open, truncate, write, flush, release: as `echo text > path` over an existing file. */
+export async function rewrite(ops: FuseOperations, path: string, text: string): Promise<void> {
+  const [c, fd] = await call<number>(ops.open, path, 1);
+  if (c !== 0) throw new Error(`open ${path}: ${c}`);
+  await call(ops.ftruncate, path, fd, 0);
+  const buf = Buffer.from(text);
+  await call(ops.write, path, fd, buf, buf.length, 0);
+  await call(ops.flush, path, fd);
+  await call(ops.release, path, fd);
+}
+
+/** Whether `p` settles within a few turns of the event loop. */
+export async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void p.then(() => (done = true), () => (done = true));
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  return done;
+}
+
 /**
  * The daemon's in-process mount without a kernel: an LMDB store in a temporary directory, its
  * FsService and LocalBackend, and the FuseFileSystem over them (owner: `ids`, else this process's),

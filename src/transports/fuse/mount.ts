@@ -9,8 +9,8 @@
  *
  * The daemon never makes a synchronous fs call on its own mount (that deadlocks the process beyond
  * kill -9): whether the point is mounted is read from /proc/self/mountinfo, never by stat-ing it;
- * only a mount found there before this one is made is stat-ed, asynchronously, to tell whether it
- * is live.
+ * only a mount found there before this one is made is probed (statfs), asynchronously, to tell
+ * whether it is live.
  */
 import { mkdir, readdir, readFile, statfs } from 'node:fs/promises';
 import { resolve } from 'node:path';

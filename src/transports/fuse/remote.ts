@@ -241,6 +241,8 @@ export class RemoteBackend implements FuseBackend {
           }
           return { path: to, version: info.version };
         });
+        // Failed, it fails the reads that follow; none may follow (an unhandled rejection ends the process).
+        at.catch(() => undefined);
       },
     };
   }
