@@ -326,3 +326,38 @@ t.test('a batch the store refuses for a while (a full disk) keeps its queued ren
   t.same([s.fs.read('/final').content.toString(), s.fs.read('/tmp1').content.toString()], ['one', 'two']);
   t.same(history(s.fs, '/final').map(([v]) => v), [1]);
 });
+
+// ---------------------------------------------------------------- provisional closes
+
+t.test('a file created and flushed before its first write is stored provisionally; the close that follows replaces it', async (t) => {
+  const s = await setup(t);
+  const [c, fd] = await call<number>(s.ops.create, '/f', 0o100640);
+  t.equal(c, 0);
+  t.equal((await call(s.ops.flush, '/f', fd))[0], 0, 'flush (a shell closing its first descriptor before writing)');
+  t.equal(s.backend.queued, 1, 'journaled and queued at the flush');
+  const buf = Buffer.from('x');
+  await call(s.ops.write, '/f', fd, buf, 1, 0);
+  await call(s.ops.flush, '/f', fd);
+  await call(s.ops.release, '/f', fd);
+  await s.backend.drain();
+  t.same(history(s.fs, '/f'), [[1, 'x']], 'one version: the provisional one was replaced');
+  t.equal(s.fs.stat('/f')?.mode, 0o640);
+  // Left alone, the provisional close is a version of its own (an empty file, `touch`).
+  const [, fd2] = await call<number>(s.ops.create, '/g', 0o100644);
+  await call(s.ops.flush, '/g', fd2);
+  await call(s.ops.release, '/g', fd2);
+  await s.backend.drain();
+  t.same(history(s.fs, '/g'), [[1, '']], 'touch: one empty version');
+});
+
+t.test('after a crash right after the flush of a file created and not written: the replay makes it', async (t) => {
+  const a = await crashable(t);
+  a.store.hold({ transactions: true });
+  const [, fd] = await call<number>(a.ops.create, '/made', 0o100600);
+  await call(a.ops.flush, '/made', fd);
+  void a.backend.drain(); // the batch then waits on the held store for good, as in a crash
+  await a.lmdb.close();
+  const b = await reopen(t, a.dir);
+  const made = b.fs.stat('/made');
+  t.same([made?.kind, made?.kind === 'file' && made.size, made?.mode], ['file', 0, 0o600], 'there, empty, with its mode');
+});

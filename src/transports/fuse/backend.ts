@@ -114,6 +114,14 @@ export interface CommitOptions {
   modified?: number | undefined;
   /** SHA-256 of the whole content when computed while it was written (every piece then has its hash). */
   etag?: string | undefined;
+  /**
+   * Stored only so that a file created or truncated, and closed without a write, outlives a crash
+   * (the flush: the release that would commit it comes after close(2) has returned). While it is
+   * still queued, the next commit of the same path replaces it instead of following it, so a
+   * shell's `echo x > f` (a flush before the write) still makes one version. See
+   * {@link FuseBackend.holdsProvisional}.
+   */
+  provisional?: boolean | undefined;
 }
 
 export interface CommitResult {
@@ -133,6 +141,11 @@ export interface SpaceInfo {
 export interface FuseBackend {
   /** Human name for logs: `in-process` or the remote URL. */
   readonly description: string;
+  /**
+   * Whether a {@link CommitOptions.provisional} commit of `size` bytes at `path` would be queued
+   * (and so replaced by the next commit of the path): absent or false, the mount makes none.
+   */
+  holdsProvisional?(path: string, size: number): boolean;
   /**
    * Answers in process, most requests without waiting for I/O: the mount then watches for the next
    * request a moment before its thread sleeps (FUSE_SPIN_MICROS). A remote backend's answers come

@@ -62,6 +62,8 @@ export const GATHER_MS = 10;
 export const RETRY_MS = 1000;
 const RETRY_MAX_MS = 30_000;
 /** A batch stops gathering at this many changes or bytes of content. */
+/** How long a provisional close waits for the close that replaces it before a batch takes it (ms). */
+const PROVISIONAL_MS = 2;
 const GATHER_MAX_CHANGES = 4096;
 const GATHER_MAX_BYTES = 16 * 1024 * 1024;
 
@@ -78,6 +80,8 @@ interface Queued {
   modified: number;
   /** Taken by the batch being committed: nothing more can be folded in. */
   batched?: boolean | undefined;
+  /** A {@link CommitOptions.provisional} close, queued at this time (ms): the next close of its path replaces it while it waits. */
+  provisional?: number | undefined;
   /** What else than a close it is, as its journal record says (no content; a removal has no info). */
   delete?: boolean | undefined;
   mkdir?: boolean | undefined;
@@ -254,6 +258,10 @@ export class LocalBackend implements FuseBackend {
    * Chunks are read when writeChunks needs them (once to hash unless their hash is known, again
    * only if new to the store): never all at once.
    */
+  holdsProvisional(path: string, size: number): boolean {
+    return this.#journal !== undefined && size <= BATCH_MAX_BYTES && !this.#direct(path);
+  }
+
   async commit(path: string, pieces: CommitPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
     if (this.#journal && pieces.length <= 1 && (pieces[0]?.size ?? 0) <= BATCH_MAX_BYTES && !pieces[0]?.held && !this.#direct(path)) {
       while (this.#queueBytes > QUEUE_MAX_BYTES) await this.#batchSettled();
@@ -505,7 +513,11 @@ export class LocalBackend implements FuseBackend {
     // A copy: the caller's buffers may change once this returns.
     const data = piece ? Buffer.from(piece.readSync?.() ?? await piece.read()) : NO_DATA;
     // From here to the queueing nothing awaits: the version foreseen is the one the batch gives.
-    const prev = this.#statNow(path);
+    // A provisional commit of the path still queued is replaced: this close takes its version (and
+    // the attributes folded into it); its journal record stays, so a replay after a crash stores both.
+    const queued = this.#queued.get(path);
+    const replaced = queued?.provisional !== undefined && !queued.batched && queued.info ? queued : undefined;
+    const prev = replaced ? { ...replaced.info!, version: (replaced.info!.version ?? 1) - 1 } : this.#statNow(path);
     if (prev?.kind === 'dir') return undefined;
     const parent = parentOf(path);
     if (parent !== '/' && this.#statNow(parent)?.kind !== 'dir') return undefined;
@@ -519,8 +531,14 @@ export class LocalBackend implements FuseBackend {
       kind: opts.symlink ? 'symlink' : 'file', size: data.length, version, etag, mtime: modified, ctime: modified,
       mode: opts.attributes?.mode ?? own?.mode, uid: opts.attributes?.uid ?? own?.uid, gid: opts.attributes?.gid ?? own?.gid,
     };
-    const seq = journal.append({ path, modified, attributes: opts.attributes, symlink: opts.symlink, data });
-    this.#push(journal, { seq, path, data, info, attributes: opts.attributes, symlink: opts.symlink ?? false, modified });
+    const attributes = replaced?.attributes ? { ...replaced.attributes, ...opts.attributes } : opts.attributes;
+    const seq = journal.append({ path, modified, attributes, symlink: opts.symlink, data });
+    if (replaced) {
+      this.#queue.splice(this.#queue.indexOf(replaced), 1);
+      this.#queueBytes -= replaced.data.length;
+    }
+    const provisional = opts.provisional ? Date.now() : undefined;
+    this.#push(journal, { seq, path, data, info, attributes, symlink: opts.symlink ?? false, modified, provisional });
     return { version, etag, size: data.length };
   }
 
@@ -571,9 +589,18 @@ export class LocalBackend implements FuseBackend {
     while (this.#queue.length > 0 && !this.#closing) {
       // Let the closes that follow join the batch.
       await this.#gather();
-      const batch = this.#queue;
-      this.#queue = [];
-      this.#queueBytes = 0;
+      // A provisional close younger than PROVISIONAL_MS waits, with what follows it, for the next
+      // batch: the close that replaces it (a shell's write after its flush) comes within microseconds,
+      // and taking it now would store an empty version first. It is journaled meanwhile.
+      const now = Date.now();
+      const cut = this.#queue.findIndex((q) => q.provisional !== undefined && now - q.provisional < PROVISIONAL_MS);
+      if (cut === 0) {
+        await new Promise((resolve) => setTimeout(resolve, PROVISIONAL_MS));
+        continue;
+      }
+      const batch = cut < 0 ? this.#queue : this.#queue.slice(0, cut);
+      this.#queue = cut < 0 ? [] : this.#queue.slice(cut);
+      this.#queueBytes = this.#queue.reduce((n, q) => n + q.data.length, 0);
       for (const q of batch) q.batched = true;
       // The journal position the batch applies: its newest record (a folded change's record is
       // newer than the changes queued after its close, which this batch holds too).

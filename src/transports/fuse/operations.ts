@@ -219,10 +219,17 @@ export class FuseFileSystem {
       }),
       flush: (path, fd, cb) => this.#run('flush', path, cb, async () => {
         const handle = this.#handle(fd);
-        if (!handle.wrote) return;
+        const { file } = handle;
+        if (!handle.wrote) {
+          // Created or truncated and not written since: its release commits, but the kernel sends
+          // the release after close(2) has returned. Stored provisionally here (replaced by the
+          // next commit while still queued), it outlives a crash in between too.
+          if (handle.dirtied && file.changed && this.#backend.holdsProvisional?.(file.path, file.size)) await this.#commit(file, true);
+          return;
+        }
         handle.wrote = false;
         handle.dirtied = false;
-        await this.#commit(handle.file);
+        await this.#commit(file);
       }),
       // fsync/fdatasync: commit what the handle holds, then wait until the store has flushed it
       // (flush and release commit without that wait, as a local disk's close() does not sync).
@@ -382,9 +389,9 @@ export class FuseFileSystem {
     return fh;
   }
 
-  async #commit(file: OpenFile): Promise<void> {
+  async #commit(file: OpenFile, provisional = false): Promise<void> {
     await file.commit(
-      (path, pieces, attributes, modified, etag) => this.#backend.commit(path, pieces, { attributes, modified, etag }),
+      (path, pieces, attributes, modified, etag) => this.#backend.commit(path, pieces, { attributes, modified, etag, provisional }),
       (path, version) => this.#backend.versionContent(path, version),
     );
   }
