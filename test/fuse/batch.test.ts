@@ -5,22 +5,21 @@
  * shows the file at once; other changes wait for the batch (the barrier); fsync waits for the
  * batch and the flush; many closes share one transaction; the journal is replayed after a crash.
  */
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { EventBus, type ChangeEvent } from '../../src/core/events.js';
+import { EventBus } from '../../src/core/events.js';
 import { FsService } from '../../src/fs/service.js';
 import { LmdbStore } from '../../src/store/lmdb/index.js';
-import { GatedStore } from '../helpers/gated-store.js';
 import { StoreWriteError } from '../../src/store/types.js';
 import { smallDisk, smallDiskSkipReason } from '../helpers/small-disk.js';
-import { LocalBackend, BATCH_MAX_BYTES } from '../../src/transports/fuse/local.js';
+import { BATCH_MAX_BYTES } from '../../src/transports/fuse/local.js';
 import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, ROTATE_BYTES, parseJournal } from '../../src/transports/fuse/journal.js';
-import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import { errno, type FuseOperations } from '../../src/native/fuse.js';
-import { call, writeFile, rewrite, settlesSoon } from '../helpers/fuse-ops.js';
+import { call, readFile, writeFile, rewrite, settlesSoon } from '../helpers/fuse-ops.js';
+import { journaledMount as setup, openJournaled as open, reopenJournaled as reopen } from '../helpers/journaled-mount.js';
 import { Dispatcher } from '../../src/transports/rpc/dispatch.js';
 import { buildTable } from '../../src/core/method.js';
 import { anonymousContext } from '../../src/core/context.js';
@@ -29,59 +28,9 @@ import { eventually } from './harness.js';
 
 const log = pino({ level: 'silent' });
 
-interface Options { gatherMs?: number; retryMs?: number; direct?: (path: string) => boolean }
-
-async function open(dir: string, opts: Options = {}) {
-  const lmdb = new LmdbStore(dir);
-  const store = new GatedStore(lmdb);
-  const events = new EventBus();
-  const seen: ChangeEvent[] = [];
-  events.subscribe((e) => seen.push(e));
-  const fs = new FsService({ store, blobs: lmdb.blobs, events });
-  await fs.upgrade();
-  const journal = await FuseJournal.recover({ dataDir: dir, fs, log });
-  const backend = new LocalBackend({ fs, events, dataDir: dir, journal, log, ...opts });
-  const fuse = new FuseFileSystem({ backend, log, uid: process.getuid!(), gid: process.getgid!() });
-  return { dir, lmdb, store, events, seen, fs, journal, backend, fuse, ops: fuse.operations() };
-}
-
-/** Start again on `dir` after a simulated crash (the journal is replayed), closed at the test's end. */
-async function reopen(t: Test, dir: string) {
-  const b = await open(dir);
-  t.teardown(async () => {
-    await b.backend.close();
-    b.journal.close();
-    await b.lmdb.close();
-  });
-  return b;
-}
-
-async function setup(t: Test, opts: Options = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-batch-'));
-  const s = await open(dir, opts);
-  t.teardown(async () => {
-    s.store.release();
-    await s.fuse.close();
-    await s.backend.close();
-    s.journal.close();
-    await s.lmdb.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return s;
-}
-
 /** The content of one version of a file, as text. */
 function fs0(s: { fs: FsService }, path: string, version: number): string {
   return s.fs.content(s.fs.versionRecord(path, version)).toString();
-}
-
-async function readFile(ops: FuseOperations, path: string): Promise<string> {
-  const [c, fd] = await call<number>(ops.open, path, 0);
-  if (c !== 0) throw new Error(`open ${path}: ${c}`);
-  const buf = Buffer.alloc(4096);
-  const [n] = await call<number>(ops.read, path, fd, buf, buf.length, 0);
-  await call(ops.release, path, fd);
-  return buf.subarray(0, n).toString();
 }
 
 t.test('a close is answered before its commit, and the mount shows the file at once', async (t) => {

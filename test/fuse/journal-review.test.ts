@@ -9,80 +9,19 @@ import t, { type Test } from 'tap';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { EventBus, type ChangeEvent } from '../../src/core/events.js';
 import { FsService } from '../../src/fs/service.js';
-import { LmdbStore } from '../../src/store/lmdb/index.js';
-import { GatedStore } from '../helpers/gated-store.js';
 import { StoreWriteError } from '../../src/store/types.js';
-import { LocalBackend } from '../../src/transports/fuse/local.js';
-import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, parseJournal } from '../../src/transports/fuse/journal.js';
-import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
-import { ParsedViews } from '../../src/views/views.js';
+import { JOURNAL_FILE, JOURNAL_MARK, parseJournal } from '../../src/transports/fuse/journal.js';
 import type { FuseOperations } from '../../src/native/fuse.js';
-import { call, writeFile, rewrite, settlesSoon } from '../helpers/fuse-ops.js';
+import { call, readFile, writeFile, rewrite, settlesSoon } from '../helpers/fuse-ops.js';
+import { journaledMount as setup, openJournaled as open, reopenJournaled as reopen, type JournaledMountOptions as Options } from '../helpers/journaled-mount.js';
 import { eventually } from './harness.js';
-
-const log = pino({ level: 'silent' });
-
-interface Options { gatherMs?: number; retryMs?: number; views?: boolean }
-
-async function open(dir: string, opts: Options = {}) {
-  const lmdb = new LmdbStore(dir);
-  const store = new GatedStore(lmdb);
-  const events = new EventBus();
-  const seen: ChangeEvent[] = [];
-  events.subscribe((e) => seen.push(e));
-  const fs = new FsService({ store, blobs: lmdb.blobs, events });
-  await fs.upgrade();
-  // The daemon's guard on parsed views (every face's changes pass it).
-  if (opts.views) new ParsedViews(fs);
-  const journal = await FuseJournal.recover({ dataDir: dir, fs, log });
-  const backend = new LocalBackend({ fs, events, dataDir: dir, journal, log, gatherMs: opts.gatherMs, retryMs: opts.retryMs });
-  const fuse = new FuseFileSystem({ backend, log, uid: process.getuid!(), gid: process.getgid!() });
-  return { dir, lmdb, store, events, seen, fs, journal, backend, fuse, ops: fuse.operations() };
-}
-
-async function setup(t: Test, opts: Options = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-review-'));
-  const s = await open(dir, opts);
-  t.teardown(async () => {
-    s.store.release();
-    s.store.failWith(undefined);
-    await s.fuse.close();
-    await s.backend.close().catch(() => undefined);
-    s.journal.close();
-    await s.lmdb.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return s;
-}
 
 /** A fresh data directory, removed at the test's end, opened once (the first run, "crashed" by the test). */
 async function crashable(t: Test, opts: Options = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-review-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return open(dir, opts);
-}
-
-/** Start again on `dir` after a simulated crash (the journal is replayed), closed at the test's end. */
-async function reopen(t: Test, dir: string, opts: Options = {}) {
-  const b = await open(dir, opts);
-  t.teardown(async () => {
-    await b.backend.close();
-    b.journal.close();
-    await b.lmdb.close();
-  });
-  return b;
-}
-
-async function readFile(ops: FuseOperations, path: string): Promise<string> {
-  const [c, fd] = await call<number>(ops.open, path, 0);
-  if (c !== 0) throw new Error(`open ${path}: ${c}`);
-  const buf = Buffer.alloc(4096);
-  const [n] = await call<number>(ops.read, path, fd, buf, buf.length, 0);
-  await call(ops.release, path, fd);
-  return buf.subarray(0, n).toString();
 }
 
 /** Each stored version of `path`, newest first, as [version, text]. */

@@ -32,6 +32,16 @@ export async function writeFile(ops: FuseOperations, path: string, data: string 
   if (f !== 0 || r !== 0) throw new Error(`close ${path}: ${f} ${r}`);
 }
 
+/** open, read (up to 4 KiB), release: the file's text. */
+export async function readFile(ops: FuseOperations, path: string): Promise<string> {
+  const [c, fd] = await call<number>(ops.open, path, 0);
+  if (c !== 0) throw new Error(`open ${path}: ${c}`);
+  const buf = Buffer.alloc(4096);
+  const [n] = await call<number>(ops.read, path, fd, buf, buf.length, 0);
+  await call(ops.release, path, fd);
+  return buf.subarray(0, n).toString();
+}
+
 /** open, truncate, write, flush, release: as `echo text > path` over an existing file. */
 export async function rewrite(ops: FuseOperations, path: string, text: string): Promise<void> {
   const [c, fd] = await call<number>(ops.open, path, 1);
