@@ -61,9 +61,9 @@ export const GATHER_MS = 10;
 /** A batch the store could not commit is tried again after this, then twice as long each time up to {@link RETRY_MAX_MS}. */
 export const RETRY_MS = 1000;
 const RETRY_MAX_MS = 30_000;
-/** A batch stops gathering at this many changes or bytes of content. */
 /** How long a provisional close waits for the close that replaces it before a batch takes it (ms). */
 const PROVISIONAL_MS = 2;
+/** A batch stops gathering at this many changes or bytes of content. */
 const GATHER_MAX_CHANGES = 4096;
 const GATHER_MAX_BYTES = 16 * 1024 * 1024;
 
@@ -240,6 +240,11 @@ export class LocalBackend implements FuseBackend {
     return this.#stored(this.#fs.file(path));
   }
 
+  /** A commit of `size` bytes at `path` is queued (journaled, group-committed), so a provisional one can be replaced. */
+  holdsProvisional(path: string, size: number): boolean {
+    return this.#journal !== undefined && size <= BATCH_MAX_BYTES && !this.#direct(path);
+  }
+
   /** Run the guards for a change the mount answers, against what the mount shows (its queued changes over the store). */
   #checkChange(kind: MutationKind, path: string | readonly string[], subtree = false): void {
     this.#fs.checkChange(kind, path, subtree, this.#shown);
@@ -258,12 +263,8 @@ export class LocalBackend implements FuseBackend {
    * Chunks are read when writeChunks needs them (once to hash unless their hash is known, again
    * only if new to the store): never all at once.
    */
-  holdsProvisional(path: string, size: number): boolean {
-    return this.#journal !== undefined && size <= BATCH_MAX_BYTES && !this.#direct(path);
-  }
-
   async commit(path: string, pieces: CommitPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
-    if (this.#journal && pieces.length <= 1 && (pieces[0]?.size ?? 0) <= BATCH_MAX_BYTES && !pieces[0]?.held && !this.#direct(path)) {
+    if (this.#journal && pieces.length <= 1 && !pieces[0]?.held && this.holdsProvisional(path, pieces[0]?.size ?? 0)) {
       while (this.#queueBytes > QUEUE_MAX_BYTES) await this.#batchSettled();
       const queued = await this.#enqueue(this.#journal, path, pieces[0], opts);
       if (queued) return queued;
