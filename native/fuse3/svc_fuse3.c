@@ -402,8 +402,30 @@ static void node_release(mount_t *m, node_t *n) {
   }
 }
 
+static void node_move(mount_t *m, node_t *n, node_t *parent, const char *name);
+
+/*
+ * `dir` is going (removed, or renamed over): what the store held in it is gone, but files unlinked
+ * while open and hidden in it (never stored, so it was empty) move to the root under their unique
+ * hidden names, where their descriptors keep working and their last close finds them. The
+ * operations move theirs alike (transports/fuse/operations, #rehomeHidden). A full scan, but only
+ * of a directory that still names nodes after its removal: rare (hidden files, or names another
+ * face removed that the kernel still holds).
+ */
+static void rehome_hidden(mount_t *m, node_t *dir) {
+  if (dir->children == 0) return;
+  dir->children++; /* keeps `dir` while its last names go */
+  for (size_t b = 0; b < m->by_ino.size; b++) {
+    for (node_t *n = m->by_ino.buckets[b]; n; n = n->ino_next) {
+      if (n->parent == dir && n->hidden) node_move(m, n, m->root, n->name);
+    }
+  }
+  dir->children--;
+}
+
 /* Unlink `n` from its directory (the kernel may still hold it). */
 static void node_unlink(mount_t *m, node_t *n) {
+  rehome_hidden(m, n);
   node_t *parent = name_remove(m, n);
   node_release(m, n);
   node_release(m, parent);

@@ -2,8 +2,8 @@
  * @module test/fuse/tree-integrity
  * Data integrity of a directory tree under a seeded random sequence of mkdir / rmdir / rename
  * (files and directories, onto files, directories and nothing) / writeFile / append / truncate /
- * unlink / rm -r / chmod / utimes / symlink, with a few files held open and written while their
- * directories move, applied to the mount and to a plain directory side by side. Many of these are
+ * unlink / rm -r / chmod / utimes / symlink, with a few files held open, written, truncated and
+ * read while their names and directories move or go, applied to the mount and to a plain directory side by side. Many of these are
  * answered by the mount from its journal before the store commits them (closes, unlinks, mkdir,
  * rmdir, attribute changes and renames of what is still queued), so after every step the whole
  * tree is compared: names, types, modes, sizes, contents, link targets, and the times set by
@@ -197,7 +197,7 @@ for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name
       what = `utimes ${p} ${when}`;
       outcome = await both((s) => utimes(at(s, p), when, when));
       if (!outcome.code && !outcome.mismatch) pinned.set(p, when);
-    } else if (r < 0.89) {
+    } else if (r < 0.87) {
       const p = path();
       const target = pick(['../x', 'a/b', 'somewhere/else', 'c']);
       what = `symlink ${target} ${p}`;
@@ -212,7 +212,22 @@ for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name
       if (!outcome.code && !outcome.mismatch) handles.push({ path: p, mount: opened.mount!, plain: opened.plain! });
       else await Promise.all([opened.mount?.close(), opened.plain?.close()]);
       pinned.delete(p);
-    } else if (r < 0.97 && handles.length) {
+    } else if (r < 0.93 && handles.length) {
+      // Through the descriptor, whatever became of its name (renamed, unlinked, its directory
+      // removed or renamed over): truncate, then the size and bytes fstat and pread see.
+      const h = pick(handles);
+      const n = int(3000);
+      what = `ftruncate ${h.path} (open) ${n}, fstat, pread`;
+      const seen: Partial<Record<Side, string>> = {};
+      outcome = await both(async (s) => {
+        await h[s].truncate(n);
+        const { size } = await h[s].stat();
+        const { buffer, bytesRead } = await h[s].read(Buffer.alloc(size + 1), 0, size + 1, 0);
+        seen[s] = `size ${size}, ${bytesRead} bytes read, sha1 ${createHash('sha1').update(buffer.subarray(0, bytesRead)).digest('hex')}`;
+      });
+      if (!outcome.code && !outcome.mismatch && seen.plain !== seen.mount) outcome = { mismatch: `plain ${seen.plain} vs mount ${seen.mount}` };
+      pinned.delete(h.path);
+    } else if (r < 0.975 && handles.length) {
       const h = pick(handles);
       const data = bytes(1 + int(2000));
       what = `write ${h.path} (open) ${data.length}`;

@@ -693,12 +693,27 @@ export class FuseFileSystem {
       replaced.orphan = true;
       this.#files.delete(target);
     }
+    if (normalizePath(from) !== target) this.#rehomeHidden(target);
     for (const [p, file] of [...this.#files]) {
       // Files below a renamed directory move with it, those unlinked while open too (the binding
       // moves their hidden names, and sends their last unlink under the new one).
       if (!isWithin(p, from) || (file.orphan && p === from)) continue;
       this.#files.delete(p);
       file.moveTo(target + p.slice(from.length));
+      this.#files.set(file.path, file);
+    }
+  }
+
+  /**
+   * A directory removed or renamed over held nothing stored, but may hold files unlinked while
+   * open (hidden, never stored): they move to the root under their unique hidden names, as the
+   * binding moves them, so their descriptors keep working and their last close lets them go.
+   */
+  #rehomeHidden(dir: string): void {
+    for (const [p, file] of [...this.#files]) {
+      if (!file.orphan || parentOf(p) !== dir) continue;
+      this.#files.delete(p);
+      file.moveTo(`/${baseName(p)}`);
       this.#files.set(file.path, file);
     }
   }
@@ -731,6 +746,7 @@ export class FuseFileSystem {
       if (file.isNew && !file.orphan && q !== p && isWithin(q, p)) throw new PosixError('ENOTEMPTY');
     }
     await this.#backend.rmdir(p);
+    this.#rehomeHidden(p);
   }
 
   async #symlink(target: string, path: string, caller: FuseCaller | undefined): Promise<void> {
