@@ -65,6 +65,13 @@ enum {
   OP_LSEEK, OP_FALLOCATE,
 };
 
+/*
+ * A rename that hides an open file (n[0] of OP_RENAME): for an unlink, JS deletes the stored file
+ * before answering; for a rename over it, the rename that follows replaces the stored file.
+ * src/native/fuse.ts reads the same values.
+ */
+enum { HIDE_NONE = 0, HIDE_FOR_UNLINK = 1, HIDE_FOR_RENAME = 2 };
+
 /* Events passed to JS's event callback. */
 enum { EV_INIT = 1, EV_EXIT = 2, EV_DETACHED = 3 };
 
@@ -1143,6 +1150,7 @@ static void advance(req_t *r, int code) {
       r->path2 = r->data;
       r->text = NULL;
       r->data = NULL;
+      r->n[0] = HIDE_NONE;
       ask(r, OP_RENAME, K_RENAME);
       return;
     }
@@ -1399,6 +1407,7 @@ static void remove_entry(fuse_req_t fr, fuse_ino_t parent, const char *name, int
     r->hidden = hidden_name(m, n->ino);
     r->path2 = r->hidden ? path_of(m, p, r->hidden) : NULL;
     if (!r->path2) { answer(r, r->hidden ? -path_errno(m, p) : -ENOMEM); return; }
+    r->n[0] = HIDE_FOR_UNLINK;
     ask(r, OP_RENAME, K_HIDE_UNLINK);
     return;
   }
@@ -1461,6 +1470,7 @@ static void ll_rename(fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_i
     r->path = strdup(r->data);
     r->path2 = hidden_path;
     if (!r->path) { answer(r, -ENOMEM); return; }
+    r->n[0] = HIDE_FOR_RENAME;
     ask(r, OP_RENAME, K_HIDE_TARGET);
     return;
   }

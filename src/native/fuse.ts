@@ -76,6 +76,11 @@ export interface FuseCaller {
   gid: number;
 }
 
+/** Why a rename hides an open file (see {@link FuseOperations.rename}). */
+export type HideFor = 'unlink' | 'rename';
+/** n0 of a rename from the libfuse 3 binding: HIDE_FOR_UNLINK and HIDE_FOR_RENAME of svc_fuse3.c. */
+const HIDE_FOR: Record<number, HideFor> = { 1: 'unlink', 2: 'rename' };
+
 /** The operations fuse-native calls (libfuse 2 high-level API, by path). */
 export interface FuseOperations {
   init?(cb: Cb): void;
@@ -99,7 +104,12 @@ export interface FuseOperations {
   fsyncdir(path: string, datasync: number, fd: number, cb: Cb): void;
   release(path: string, fd: number, cb: Cb): void;
   unlink(path: string, cb: Cb): void;
-  rename(src: string, dest: string, cb: Cb): void;
+  /**
+   * `hiding`: this rename hides an open file (to `.fuse_hidden…`) because it is being unlinked, or
+   * renamed over (the rename follows at once). Given by svc's libfuse 3 binding; fuse-native's
+   * libfuse hides files itself and does not say why.
+   */
+  rename(src: string, dest: string, cb: Cb, hiding?: HideFor): void;
   link(src: string, dest: string, cb: Cb): void;
   /** Special files only: libfuse turns a regular file's mknod into create. */
   mknod(path: string, mode: number, dev: number, cb: Cb, caller?: FuseCaller): void;
@@ -611,7 +621,7 @@ class Fuse3Mount implements BindingMount {
         case Op.Fsyncdir: return ops.fsyncdir(path, n1, n0, done);
         case Op.Release: return ops.release(path, n0, done);
         case Op.Unlink: return ops.unlink(path, done);
-        case Op.Rename: return ops.rename(path, path2!, done);
+        case Op.Rename: return ops.rename(path, path2!, done, HIDE_FOR[n0]);
         case Op.Link: return ops.link(path, path2!, done);
         case Op.Mknod: return ops.mknod(path, n0, n1, done, { uid: n2, gid: n3 });
         case Op.Symlink: return ops.symlink(path, path2!, done, { uid: n2, gid: n3 });

@@ -7,11 +7,13 @@
  * Errors: service errors map through toErrno (ENOENT, EEXIST, ENOTEMPTY, EISDIR, ENOTDIR, EACCES,
  * EROFS, EINVAL, ENAMETOOLONG); a full disk is ENOSPC; EIO only for a real failure. Both are logged.
  *
- * libfuse hides a file that is unlinked (or renamed over) while open by renaming it to
- * `.fuse_hiddenNNN` and unlinks that name on release. Here the hide keeps the open file in memory
- * under the hidden name (never stored, so other faces never see it) and deletes the stored file a
- * moment later, unless a rename onto the same path follows at once (rename over an open file):
- * then the stored file is replaced and keeps its history.
+ * The binding hides a file that is unlinked (or renamed over) while open by renaming it to
+ * `.fuse_hiddenNNN`, and unlinks that name on release. Here the hide keeps the open file in memory
+ * under the hidden name (never stored, so other faces never see it). For an unlink the stored file
+ * is deleted before the unlink is answered; for a rename over the open file, the rename that
+ * follows replaces the stored file, which keeps its history. fuse-native's libfuse does not say
+ * which of the two a hide is for: there the stored file is deleted a moment later, unless a rename
+ * onto its path follows at once (sooner when an fsync, an unmount or a change at that path needs it).
  *
  * Change events another face caused go to `onExternalChange` (the mount's kernel cache notifier,
  * transports/fuse/kernel-cache); the mount's own are told apart by the paths its backend calls
@@ -21,7 +23,7 @@ import type { Logger } from '../../core/log.js';
 import type { ChangeEvent } from '../../core/events.js';
 import { SvcError, toErrno } from '../../core/errors.js';
 import { normalizePath, parentOf, baseName, isWithin } from '../../core/paths.js';
-import { errno, type FuseCaller, type FuseOperations, type FuseStat, type FuseStatfs } from '../../native/fuse.js';
+import { errno, type FuseCaller, type FuseOperations, type FuseStat, type FuseStatfs, type HideFor } from '../../native/fuse.js';
 import { memoryPiece, type FuseBackend, type NodeInfo, type StoredContent } from './backend.js';
 import { ChunkHasher } from './hasher.js';
 import { ChunkHolds, type HoldingBackend } from './chunk-holds.js';
@@ -59,7 +61,7 @@ let zeros: Buffer | undefined;
 /** Preferred I/O size reported to tools (cp, dd): one max_write request. */
 const BLKSIZE = 131072;
 const HIDDEN_PREFIX = '.fuse_hidden';
-/** How long the stored file of a hidden (unlinked-while-open) file waits for a rename onto it. */
+/** fuse-native: how long the stored file of a hidden (unlinked-while-open) file waits for a rename onto it. */
 const HIDE_DELETE_DELAY_MS = 20;
 const UNCHANGED_ID = 0xffffffff;
 /**
@@ -160,7 +162,7 @@ export class FuseFileSystem {
   /** Open files by current path (hidden ones under their `.fuse_hidden` name). */
   readonly #files = new Map<string, OpenFile>();
   readonly #handles = new Map<number, Handle>();
-  /** Stored files whose deletion waits for a possible rename onto them (see the module note). */
+  /** fuse-native: stored files whose deletion waits for a possible rename onto them (see the module note). */
   readonly #pendingDeletes = new Map<string, PendingDelete>();
   readonly #unsubscribe: () => void;
   readonly #own = new OwnChanges();
@@ -235,13 +237,17 @@ export class FuseFileSystem {
       // (flush and release commit without that wait, as a local disk's close() does not sync).
       fsync: (path, _datasync, fd, cb) => this.#run('fsync', path, cb, async () => {
         await this.#commit(this.#handle(fd).file);
+        await this.#settleDelete('/');
         await this.#backend.sync();
       }),
       // A directory's fsync (editors after renaming over a file) makes its entries' changes durable.
-      fsyncdir: (path, _datasync, _fd, cb) => this.#run('fsyncdir', path, cb, () => this.#backend.sync()),
+      fsyncdir: (path, _datasync, _fd, cb) => this.#run('fsyncdir', path, cb, async () => {
+        await this.#settleDelete('/');
+        await this.#backend.sync();
+      }),
       release: (path, fd, cb) => this.#run('release', path, cb, () => this.#release(fd)),
       unlink: (path, cb) => this.#run('unlink', path, cb, () => this.#unlink(path)),
-      rename: (from, to, cb) => this.#run('rename', from, cb, () => this.#rename(from, to)),
+      rename: (from, to, cb, hiding) => this.#run('rename', from, cb, () => this.#rename(from, to, hiding)),
       link: (_from, to, cb) => this.#run('link', to, cb, async () => {
         throw new PosixError('EPERM', 'hard links are not supported');
       }),
@@ -671,10 +677,10 @@ export class FuseFileSystem {
     }
   }
 
-  async #rename(from: string, to: string): Promise<void> {
+  async #rename(from: string, to: string, hiding: HideFor | undefined): Promise<void> {
     if (isVersionsPath(from) || isVersionsPath(to)) throw new PosixError('EROFS');
     const src = this.#files.get(from);
-    if (src && !src.orphan && baseName(to).startsWith(HIDDEN_PREFIX)) return this.#hide(src, to);
+    if (src && !src.orphan && baseName(to).startsWith(HIDDEN_PREFIX)) return this.#hide(src, to, hiding);
     if (this.#pendingDeletes.has(from)) throw new PosixError('ENOENT');
     const target = normalizePath(to);
     await this.#cancelDelete(target);
@@ -718,16 +724,23 @@ export class FuseFileSystem {
     }
   }
 
-  /** libfuse renames a file that is unlinked or replaced while open to `.fuse_hiddenNNN`. */
-  async #hide(file: OpenFile, hiddenPath: string): Promise<void> {
+  /**
+   * The binding renames a file that is unlinked or renamed over while open to `.fuse_hiddenNNN`.
+   * Its stored file goes with the unlink, before it is answered (so the unlink is durable, and
+   * refused where the store refuses it); a rename over it replaces it. fuse-native does not say
+   * which: there the deletion waits a moment for a rename onto the path (see the module note).
+   */
+  async #hide(file: OpenFile, hiddenPath: string, hiding: HideFor | undefined): Promise<void> {
     const from = file.path;
     const stored = !file.isNew;
+    // The open file keeps its bytes: what it still reads from the stored version is copied first.
     await file.detach();
+    if (stored && hiding === 'unlink') await this.#backend.remove(from);
     file.orphan = true;
     this.#files.delete(from);
     file.path = hiddenPath;
     this.#files.set(hiddenPath, file);
-    if (stored) this.#scheduleDelete(from);
+    if (stored && hiding === undefined) this.#scheduleDelete(from);
   }
 
   async #mkdir(path: string, mode: number, caller: FuseCaller | undefined): Promise<void> {
