@@ -289,6 +289,24 @@ t.test('a file created and flushed before its first write is stored provisionall
   t.same(history(s.fs, '/g'), [[1, '']], 'touch: one empty version');
 });
 
+t.test('after a crash once the close replaced a provisional one: the replay stores one version, with the attributes set between', async (t) => {
+  // The replaced record stayed in the journal and was replayed too: an extra empty version first.
+  const a = await crashable(t);
+  a.store.hold({ transactions: true });
+  const [, fd] = await call<number>(a.ops.create, '/once', 0o100600);
+  await call(a.ops.flush, '/once', fd);
+  t.equal((await call(a.ops.chmod, '/once', 0o640))[0], 0, 'a mode set while the provisional close is queued');
+  await call(a.ops.write, '/once', fd, Buffer.from('x'), 1, 0);
+  await call(a.ops.flush, '/once', fd);
+  await call(a.ops.release, '/once', fd);
+  t.equal(parseJournal(readFileSync(join(a.dir, JOURNAL_FILE))).length, 3, 'journaled: the provisional close, the mode, the close');
+  void a.backend.drain(); // the batch then waits on the held store for good, as in a crash
+  await a.lmdb.close();
+  const b = await reopen(t, a.dir);
+  t.same(history(b.fs, '/once'), [[1, 'x']], 'one version');
+  t.equal(b.fs.stat('/once')?.mode, 0o640, 'with the mode');
+});
+
 t.test('after a crash right after the flush of a file created and not written: the replay makes it', async (t) => {
   const a = await crashable(t);
   a.store.hold({ transactions: true });

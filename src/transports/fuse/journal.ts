@@ -13,7 +13,7 @@
  * that before appending more).
  *
  * Record: magic (u32 BE), header length (u32), data length (u32), CRC-32 of header and data (u32),
- * header (JSON: seq, path, modified, attributes, symlink, delete, change, mkdir, rmdir, renameTo), data (the
+ * header (JSON: seq, path, modified, attributes, symlink, delete, change, mkdir, rmdir, renameTo, replaces), data (the
  * file's whole content; empty for the other kinds). A torn
  * or corrupt tail (a write cut short) ends the replay there: such a close was never answered.
  */
@@ -47,6 +47,13 @@ export interface JournalRecord {
   rmdir?: boolean | undefined;
   /** The file renamed to this path, replacing what is there (no content). */
   renameTo?: string | undefined;
+  /**
+   * A close that replaced a provisional close of its path while that was still queued: the
+   * sequence numbers of that close's record and of the attribute changes folded into it, which a
+   * replay skips (this record carries their attributes), so a crash leaves one version, as a run
+   * without one does.
+   */
+  replaces?: number[] | undefined;
   /** Modification time to record, ms. */
   modified: number;
   attributes?: EntryAttributes | undefined;
@@ -80,7 +87,9 @@ export class FuseJournal {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
-    const pending = records.filter((r) => r.seq > applied);
+    // Provisional closes replaced by a later close (and changes folded into them) are not replayed.
+    const replaced = new Set(records.flatMap((r) => (r.seq > applied ? r.replaces ?? [] : [])));
+    const pending = records.filter((r) => r.seq > applied && !replaced.has(r.seq));
     let last = records.reduce((max, r) => Math.max(max, r.seq), applied);
     if (pending.length > 0) {
       last = pending.at(-1)!.seq;
@@ -136,7 +145,7 @@ export class FuseJournal {
     const seq = this.#seq + 1;
     const header = Buffer.from(JSON.stringify({
       seq, path: rec.path, modified: rec.modified, attributes: rec.attributes, symlink: rec.symlink || undefined, delete: rec.delete || undefined,
-      change: rec.change, mkdir: rec.mkdir || undefined, rmdir: rec.rmdir || undefined, renameTo: rec.renameTo,
+      change: rec.change, mkdir: rec.mkdir || undefined, rmdir: rec.rmdir || undefined, renameTo: rec.renameTo, replaces: rec.replaces,
     }));
     const out = Buffer.allocUnsafe(FRAME + header.length + rec.data.length);
     out.writeUInt32BE(MAGIC, 0);

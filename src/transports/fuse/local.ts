@@ -82,6 +82,8 @@ interface Queued {
   batched?: boolean | undefined;
   /** A {@link CommitOptions.provisional} close, queued at this time (ms): the next close of its path replaces it while it waits. */
   provisional?: number | undefined;
+  /** A provisional close: its journal record's and its folded changes' sequence numbers (the replacing record names them). */
+  journaled?: number[] | undefined;
   /** What else than a close it is, as its journal record says (no content; a removal has no info). */
   delete?: boolean | undefined;
   mkdir?: boolean | undefined;
@@ -415,6 +417,7 @@ export class LocalBackend implements FuseBackend {
       mtime: q.modified, ctime: q.modified,
     };
     q.seq = seq;
+    q.journaled?.push(seq);
     this.#queuedSeq = seq;
   }
 
@@ -515,7 +518,8 @@ export class LocalBackend implements FuseBackend {
     const data = piece ? Buffer.from(piece.readSync?.() ?? await piece.read()) : NO_DATA;
     // From here to the queueing nothing awaits: the version foreseen is the one the batch gives.
     // A provisional commit of the path still queued is replaced: this close takes its version (and
-    // the attributes folded into it); its journal record stays, so a replay after a crash stores both.
+    // the attributes folded into it); its records stay in the journal, named by this one's, which a
+    // replay after a crash skips.
     const queued = this.#queued.get(path);
     const replaced = queued?.provisional !== undefined && !queued.batched && queued.info ? queued : undefined;
     const prev = replaced ? { ...replaced.info!, version: (replaced.info!.version ?? 1) - 1 } : this.#statNow(path);
@@ -533,13 +537,15 @@ export class LocalBackend implements FuseBackend {
       mode: opts.attributes?.mode ?? own?.mode, uid: opts.attributes?.uid ?? own?.uid, gid: opts.attributes?.gid ?? own?.gid,
     };
     const attributes = replaced?.attributes ? { ...replaced.attributes, ...opts.attributes } : opts.attributes;
-    const seq = journal.append({ path, modified, attributes, symlink: opts.symlink, data });
+    const seq = journal.append({ path, modified, attributes, symlink: opts.symlink, data, replaces: replaced?.journaled });
     if (replaced) {
       this.#queue.splice(this.#queue.indexOf(replaced), 1);
       this.#queueBytes -= replaced.data.length;
     }
     const provisional = opts.provisional ? Date.now() : undefined;
-    this.#push(journal, { seq, path, data, info, attributes, symlink: opts.symlink ?? false, modified, provisional });
+    this.#push(journal, {
+      seq, path, data, info, attributes, symlink: opts.symlink ?? false, modified, provisional, journaled: provisional === undefined ? undefined : [seq],
+    });
     return { version, etag, size: data.length };
   }
 
