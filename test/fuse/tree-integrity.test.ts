@@ -3,12 +3,14 @@
  * Data integrity of a directory tree under a seeded random sequence of mkdir / rmdir / rename
  * (files and directories, onto files, directories and nothing) / writeFile / append / truncate /
  * unlink / rm -r / chmod / utimes / symlink, with a few files held open, written, truncated and
- * read while their names and directories move or go, applied to the mount and to a plain directory side by side. Many of these are
- * answered by the mount from its journal before the store commits them (closes, unlinks, mkdir,
- * rmdir, attribute changes and renames of what is still queued), so after every step the whole
- * tree is compared: names, types, modes, sizes, contents, link targets, and the times set by
- * utimes. Every few hundred steps the daemon is killed with SIGKILL and started again: the tree
- * it serves then must be the plain directory's, every acknowledged change replayed.
+ * read while their names and directories move or go, applied to the mount and to a plain
+ * directory side by side. Many of these are answered by the mount from its journal before the
+ * store commits them (closes, unlinks, mkdir, rmdir, attribute changes and renames of what is
+ * still queued), so after every step the whole tree is compared: names, types, modes, sizes,
+ * contents, link targets, and the times set by utimes. Every few hundred steps the daemon is killed with SIGKILL and started again: the tree
+ * it serves then must be the plain directory's, every acknowledged change replayed. A third
+ * variant runs four such walkers at once, each in a directory of its own, so their requests,
+ * batches and journal records interleave.
  *
  * SVC_FUSE_SEED and SVC_FUSE_STEPS override the seed and the number of steps.
  */
@@ -58,80 +60,82 @@ async function snapshot(root: string, pinned: Map<string, number>): Promise<stri
   return lines;
 }
 
+/** What one walker's step did: its outcome on both sides. */
+type Outcome = { code?: string; mismatch?: string };
+
+/** Run `fn` on both sides: both must succeed, or fail with the same code. */
+async function both(fn: (side: Side) => Promise<unknown>): Promise<Outcome> {
+  const settle = async (side: Side) => {
+    try {
+      await fn(side);
+      return undefined;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code ?? String(err);
+    }
+  };
+  const p = await settle('plain');
+  const m = await settle('mount');
+  return p === m ? { code: p } : { mismatch: `plain ${p ?? 'ok'} vs mount ${m ?? 'ok'}` };
+}
+
 /**
- * The daemon's own mount, killed and started again every {@link KILL_EVERY} steps; and a remote
- * mount of it (`svc mount --remote-url`: every change through RPC), for half the steps, unkilled.
+ * Random operations in one directory of the mount and its twin in a plain directory, one at a
+ * time (a walker); several walkers may run at once in directories of their own.
  */
-const VARIANTS = [
-  { name: 'the daemon\'s mount', remote: false, steps: STEPS, killEvery: KILL_EVERY },
-  { name: 'a remote mount', remote: true, steps: Math.ceil(STEPS / 2), killEvery: 0 },
-];
-
-for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name} match a plain directory${variant.killEvery ? ', across kill -9' : ''} (seed ${SEED}, ${variant.steps} steps)`, { skip }, async (t) => {
-  const { steps, killEvery } = variant;
-  const d = await startMountedDaemon(t);
-  const served = variant.remote ? await startRemoteMount(t, d.url) : d;
-  const plainBase = tempDir('svc-fuse-plain-tree-');
-  t.teardown(() => sh(`rm -rf '${plainBase}'`));
-  const roots = { mount: join(served.mnt, 't'), plain: join(plainBase, 't') };
-  await mkdir(roots.mount);
-  await mkdir(roots.plain);
-  const random = seededRandom(SEED);
-  const int = (n: number) => Math.floor(random() * n);
-  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
-  /** A path of depth 1–3 over three names: 39 paths, so operations meet each other often. */
-  const path = () => {
-    const r = random();
-    return Array.from({ length: r < 0.35 ? 1 : r < 0.75 ? 2 : 3 }, () => pick(NAMES)).join('/');
-  };
-  const bytes = (n: number) => {
-    const b = Buffer.alloc(n);
-    for (let i = 0; i < n; i++) b[i] = int(256);
-    return b;
-  };
-  const size = () => (random() < 0.85 ? int(3000) : int(1.3 * 1024 * 1024));
-  const at = (side: Side, p: string) => join(roots[side], p);
-  /** Files whose modification time was set by utimes and not changed since: their times are compared. */
-  const pinned = new Map<string, number>();
-  const unpin = (p: string) => {
-    for (const k of [...pinned.keys()]) if (k === p || k.startsWith(`${p}/`)) pinned.delete(k);
-  };
-  const handles: { path: string; mount: FileHandle; plain: FileHandle }[] = [];
-
-  /** Run `fn` on both sides: both must succeed, or fail with the same code. */
-  const both = async (fn: (side: Side) => Promise<unknown>): Promise<{ code?: string; mismatch?: string }> => {
-    const settle = async (side: Side) => {
-      try {
-        await fn(side);
-        return undefined;
-      } catch (err) {
-        return (err as NodeJS.ErrnoException).code ?? String(err);
-      }
-    };
-    const p = await settle('plain');
-    const m = await settle('mount');
-    return p === m ? { code: p } : { mismatch: `plain ${p ?? 'ok'} vs mount ${m ?? 'ok'}` };
-  };
-
-  const log: string[] = [];
-  /** The last steps, for a failure's report (SVC_FUSE_LOG_LINES of them, 30 unless set). */
-  const recent = () => log.slice(-(Number(process.env.SVC_FUSE_LOG_LINES) || 30));
+class Walker {
+  readonly log: string[] = [];
   /** How often each operation succeeded or failed with each code: printed, to see what a seed covers. */
-  const tally = new Map<string, number>();
-  let failures = 0;
-  let kills = 0;
-  const check = async (when: string) => {
-    const [m, p] = await Promise.all([snapshot(roots.mount, pinned), snapshot(roots.plain, pinned)]);
-    if (m.join('\n') === p.join('\n')) return true;
-    failures++;
-    t.same(m, p, `${when}: the mount's tree is the plain directory's`, { last: recent(), daemon: served.output().slice(-3000) });
-    return false;
-  };
+  readonly tally = new Map<string, number>();
+  /** Files whose modification time was set by utimes and not changed since: their times are compared. */
+  readonly #pinned = new Map<string, number>();
+  readonly #handles: { path: string; mount: FileHandle; plain: FileHandle }[] = [];
+  readonly #random: () => number;
 
-  for (let step = 1; step <= steps && failures === 0; step++) {
+  constructor(readonly roots: Record<Side, string>, seed: number, readonly name = '') {
+    this.#random = seededRandom(seed);
+  }
+
+  /** The last steps, for a failure's report (SVC_FUSE_LOG_LINES of them, 30 unless set). */
+  recent(): string[] {
+    return this.log.slice(-(Number(process.env.SVC_FUSE_LOG_LINES) || 30));
+  }
+
+  /** Both trees, as {@link snapshot} lines. */
+  async snapshots(): Promise<[string[], string[]]> {
+    return Promise.all([snapshot(this.roots.mount, this.#pinned), snapshot(this.roots.plain, this.#pinned)]);
+  }
+
+  /** Close the files held open (their writes are acknowledged by the close). */
+  async closeAll(): Promise<void> {
+    for (const h of this.#handles.splice(0)) await Promise.all([h.mount.close(), h.plain.close()]);
+  }
+
+  /** One random operation on both sides; its outcome, logged and tallied (undefined: nothing to do). */
+  async step(step: number): Promise<Outcome | undefined> {
+    const random = this.#random;
+    const int = (n: number) => Math.floor(random() * n);
+    const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
+    /** A path of depth 1–3 over three names: 39 paths, so operations meet each other often. */
+    const path = () => {
+      const r = random();
+      return Array.from({ length: r < 0.35 ? 1 : r < 0.75 ? 2 : 3 }, () => pick(NAMES)).join('/');
+    };
+    const bytes = (n: number) => {
+      const b = Buffer.alloc(n);
+      for (let i = 0; i < n; i++) b[i] = int(256);
+      return b;
+    };
+    const size = () => (random() < 0.85 ? int(3000) : int(1.3 * 1024 * 1024));
+    const at = (side: Side, p: string) => join(this.roots[side], p);
+    const pinned = this.#pinned;
+    const unpin = (p: string) => {
+      for (const k of [...pinned.keys()]) if (k === p || k.startsWith(`${p}/`)) pinned.delete(k);
+    };
+    const handles = this.#handles;
+
     const r = random();
     let what: string;
-    let outcome: { code?: string; mismatch?: string };
+    let outcome: Outcome;
     if (r < 0.10) {
       const p = path();
       what = `mkdir ${p}`;
@@ -239,40 +243,100 @@ for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name
       outcome = await both((s) => h[s].close());
       pinned.delete(h.path);
     } else {
-      continue;
+      return undefined;
     }
     const kind = `${what.split(' ')[0]} ${outcome.code ?? 'ok'}`;
-    tally.set(kind, (tally.get(kind) ?? 0) + 1);
-    log.push(`${step}: ${what}${outcome.code ? ` (${outcome.code})` : ''}${outcome.mismatch ? ` -> ${outcome.mismatch}` : ''}`);
-    if (outcome.mismatch) {
-      failures++;
-      t.fail(`step ${step}: ${what}: ${outcome.mismatch}`, { last: recent(), daemon: served.output().slice(-3000) });
-      break;
-    }
-    if (!(await check(`step ${step}`))) break;
+    this.tally.set(kind, (this.tally.get(kind) ?? 0) + 1);
+    this.log.push(`${this.name}${step}: ${what}${outcome.code ? ` (${outcome.code})` : ''}${outcome.mismatch ? ` -> ${outcome.mismatch}` : ''}`);
+    return outcome;
+  }
+}
 
-    if (killEvery && step % killEvery === 0) {
-      // What the writers were told is done must survive a crash: close the open files (their writes
-      // are acknowledged by the close), kill the daemon before its queue can drain, start it again.
-      // No pause between the last close and the kill: a file created or truncated and closed
-      // without a write is stored at its flush too, within close(2), not only at its release.
-      for (const h of handles.splice(0)) await Promise.all([h.mount.close(), h.plain.close()]);
-      await d.kill9();
-      await d.start();
-      kills++;
-      log.push(`${step}: kill -9 and start again`);
-      if (!(await check(`after kill -9 at step ${step}`))) break;
+/**
+ * The daemon's own mount, killed and started again every {@link KILL_EVERY} steps; a remote mount
+ * of it (`svc mount --remote-url`: every change through RPC), for half the steps, unkilled; and
+ * four walkers at once on the daemon's mount, each in a directory of its own (their requests,
+ * batches and journal records interleave), killed and started again every {@link KILL_EVERY} steps
+ * of each.
+ */
+const VARIANTS = [
+  { name: 'the daemon\'s mount', remote: false, walkers: 1, steps: STEPS, killEvery: KILL_EVERY },
+  { name: 'a remote mount', remote: true, walkers: 1, steps: Math.ceil(STEPS / 2), killEvery: 0 },
+  { name: 'the daemon\'s mount, four walkers at once', remote: false, walkers: 4, steps: Math.ceil(STEPS / 2), killEvery: KILL_EVERY },
+];
+
+for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name} match a plain directory${variant.killEvery ? ', across kill -9' : ''} (seed ${SEED}, ${variant.steps} steps${variant.walkers > 1 ? ' each' : ''})`, { skip }, async (t) => {
+  const { steps, killEvery } = variant;
+  const d = await startMountedDaemon(t);
+  const served = variant.remote ? await startRemoteMount(t, d.url) : d;
+  const plainBase = tempDir('svc-fuse-plain-tree-');
+  t.teardown(() => sh(`rm -rf '${plainBase}'`));
+  const base = { mount: join(served.mnt, 't'), plain: join(plainBase, 't') };
+  await mkdir(base.mount);
+  await mkdir(base.plain);
+  const walkers: Walker[] = [];
+  for (let i = 0; i < variant.walkers; i++) {
+    // Two levels down: a link to ../x at a walker's top still points into its own directory.
+    const sub = variant.walkers > 1 ? `w${i}/r` : '';
+    const roots = { mount: join(base.mount, sub), plain: join(base.plain, sub) };
+    if (sub) await Promise.all([mkdir(roots.mount, { recursive: true }), mkdir(roots.plain, { recursive: true })]);
+    walkers.push(new Walker(roots, SEED + i, variant.walkers > 1 ? `w${i} ` : ''));
+  }
+  let failures = 0;
+  let kills = 0;
+  const fail = (w: Walker, message: string, extra: Record<string, unknown> = {}) => {
+    failures++;
+    t.fail(message, { ...extra, last: w.recent(), daemon: served.output().slice(-3000) });
+  };
+  const check = async (w: Walker, when: string) => {
+    const [m, p] = await w.snapshots();
+    if (m.join('\n') === p.join('\n')) return true;
+    failures++;
+    t.same(m, p, `${w.name}${when}: the mount's tree is the plain directory's`, { last: w.recent(), daemon: served.output().slice(-3000) });
+    return false;
+  };
+  /** Steps `from`..`to` of one walker, each checked; false once the trees disagreed. */
+  const walk = async (w: Walker, from: number, to: number) => {
+    for (let step = from; step <= to && failures === 0; step++) {
+      const outcome = await w.step(step);
+      if (!outcome) continue;
+      if (outcome.mismatch) {
+        fail(w, `${w.name}step ${step}: ${w.log.at(-1)}`);
+        return;
+      }
+      if (!(await check(w, `step ${step}`))) return;
+    }
+  };
+
+  const round = killEvery || steps;
+  for (let from = 1; from <= steps && failures === 0; from += round) {
+    const to = Math.min(steps, from + round - 1);
+    await Promise.all(walkers.map((w) => walk(w, from, to)));
+    if (failures || !killEvery || to % killEvery !== 0) continue;
+    // What the writers were told is done must survive a crash: close the open files (their writes
+    // are acknowledged by the close), kill the daemon before its queue can drain, start it again.
+    // No pause between the last close and the kill: a file created or truncated and closed
+    // without a write is stored at its flush too, within close(2), not only at its release.
+    for (const w of walkers) await w.closeAll();
+    await d.kill9();
+    await d.start();
+    kills++;
+    for (const w of walkers) {
+      w.log.push(`${to}: kill -9 and start again`);
+      if (!(await check(w, `after kill -9 at step ${to}`))) break;
     }
   }
-  for (const h of handles.splice(0)) await Promise.all([h.mount.close(), h.plain.close()]);
-  t.comment([...tally].sort().map(([k, n]) => `${k}: ${n}`).join(', '));
-  if (failures === 0) t.pass(`${steps} steps and ${kills} kills: the trees agreed after every step and every restart`);
+  for (const w of walkers) {
+    await w.closeAll();
+    t.comment(`${w.name}${[...w.tally].sort().map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+  }
+  if (failures === 0) t.pass(`${steps} steps${walkers.length > 1 ? ` of ${walkers.length} walkers at once` : ''} and ${kills} kills: the trees agreed after every step and every restart`);
 
   // Everything is closed: after the queue drains, RPC lists exactly the plain tree, with its bytes.
-  const dir = await open(roots.mount, 'r');
+  const dir = await open(base.mount, 'r');
   await dir.sync();
   await dir.close();
-  const plain = await snapshot(roots.plain, new Map());
+  const plain = await snapshot(base.plain, new Map());
   const files = plain.filter((l) => l.startsWith('f ')).map((l) => l.split(' ')[1]!);
   const listed = ((await d.rpc('list', { path: '/t', recursive: true })) as string[])
     .map((p) => p.replace(/^\/t\//, ''))
@@ -280,7 +344,7 @@ for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name
   const links = plain.filter((l) => l.startsWith('l ')).map((l) => l.split(' ')[1]!);
   t.same(listed.filter((p) => !links.includes(p)).sort(), files.sort(), 'RPC lists the plain tree\'s files');
   for (const f of files) {
-    const content = await readFile(at('plain', f));
+    const content = await readFile(join(base.plain, f));
     const meta = await d.rpc('get_metadata', { path: `/t/${f}` });
     t.equal(meta?.etag, createHash('sha256').update(content).digest('hex'), `${f}: the store's etag is the plain file's SHA-256`);
   }
