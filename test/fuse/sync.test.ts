@@ -17,15 +17,17 @@ import { GatedStore } from '../helpers/gated-store.js';
 import { LocalBackend } from '../../src/transports/fuse/local.js';
 import { FuseFileSystem } from '../../src/transports/fuse/operations.js';
 import type { FuseOperations } from '../../src/native/fuse.js';
-import { call } from '../helpers/fuse-ops.js';
+import type { FuseBackend } from '../../src/transports/fuse/backend.js';
+import { call, settlesSoon } from '../helpers/fuse-ops.js';
 
-function setup(t: Test) {
+/** The in-process mount over a held-able store; `wrap`: what the mount sees of its backend. */
+function setup(t: Test, wrap: (backend: LocalBackend) => FuseBackend = (b) => b) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-sync-'));
   const lmdb = new LmdbStore(dir);
   const store = new GatedStore(lmdb);
   const events = new EventBus();
   const fs = new FsService({ store, blobs: lmdb.blobs, events });
-  const backend = new LocalBackend({ fs, events, dataDir: dir });
+  const backend = wrap(new LocalBackend({ fs, events, dataDir: dir }));
   const fuse = new FuseFileSystem({ backend, log: pino({ level: 'silent' }), uid: process.getuid!(), gid: process.getgid!() });
   t.teardown(async () => {
     store.release();
@@ -36,17 +38,9 @@ function setup(t: Test) {
   return { store, fs, ops: fuse.operations() };
 }
 
-/** Whether `p` settles within a few turns of the event loop (it must not while the flush is held). */
 /** Wait (bounded) until the store has been asked for its flush `n` times. */
 async function flushRequested(store: GatedStore, n: number): Promise<void> {
   for (let i = 0; i < 1000 && store.flushCalls < n; i++) await new Promise((r) => setTimeout(r, 5));
-}
-
-async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  void p.then(() => (done = true), () => (done = true));
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-  return done;
 }
 
 async function createWithContent(ops: FuseOperations, path: string, text: string): Promise<number> {
@@ -114,6 +108,31 @@ t.test('fdatasync and fsyncdir wait for the flush as well', async (t) => {
   t.same(await fdatasync, [0, undefined]);
   t.same(await fsyncdir, [0, undefined]);
   t.equal((await call(ops.release, '/g.txt', fd))[0], 0);
+});
+
+t.test('fsyncdir waits for releases under way: a file made and closed without a write is stored at its release, after close(2)', async (t) => {
+  // As on a remote mount: no provisional close at the flush, and commits that take a while (RPC).
+  // The kernel sends the release after close(2) has returned; a directory's fsync right after
+  // answered before the file was stored (the tree test's remote variant, listing after closing).
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const { fs, ops } = setup(t, (local) => new Proxy(local, {
+    get: (target, key) => {
+      if (key === 'holdsProvisional') return undefined;
+      if (key === 'commit') return async (...args: Parameters<LocalBackend['commit']>) => (await gate, target.commit(...args));
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  }));
+  const [, fd] = await call<number>(ops.create, '/made', 0o100644);
+  t.equal((await call(ops.flush, '/made', fd))[0], 0, 'close(2): the flush');
+  const release = call(ops.release, '/made', fd);
+  const fsyncdir = call(ops.fsyncdir, '/', 0, 0);
+  t.notOk(await settlesSoon(fsyncdir), 'fsyncdir waits while the release commits');
+  open();
+  t.same(await release, [0, undefined]);
+  t.same(await fsyncdir, [0, undefined]);
+  t.equal(fs.stat('/made')?.kind, 'file', 'the file is stored once fsyncdir answered');
 });
 
 t.test('service calls without an origin (every RPC write) stay durable', async (t) => {

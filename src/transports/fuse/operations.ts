@@ -162,6 +162,8 @@ export class FuseFileSystem {
   /** Open files by current path (hidden ones under their `.fuse_hidden` name). */
   readonly #files = new Map<string, OpenFile>();
   readonly #handles = new Map<number, Handle>();
+  /** Releases under way (a directory's fsync waits for them). */
+  readonly #releasing = new Set<Promise<void>>();
   /** fuse-native: stored files whose deletion waits for a possible rename onto them (see the module note). */
   readonly #pendingDeletes = new Map<string, PendingDelete>();
   readonly #unsubscribe: () => void;
@@ -240,12 +242,19 @@ export class FuseFileSystem {
         await this.#settleDelete('/');
         await this.#backend.sync();
       }),
-      // A directory's fsync (editors after renaming over a file) makes its entries' changes durable.
+      // A directory's fsync (editors after renaming over a file) makes its entries' changes durable,
+      // those of files closed before it and still being released too: the kernel sends a release
+      // after close(2) has returned, and a file made or emptied without a write commits there.
       fsyncdir: (path, _datasync, _fd, cb) => this.#run('fsyncdir', path, cb, async () => {
+        await Promise.allSettled(this.#releasing);
         await this.#settleDelete('/');
         await this.#backend.sync();
       }),
-      release: (path, fd, cb) => this.#run('release', path, cb, () => this.#release(fd)),
+      release: (path, fd, cb) => this.#run('release', path, cb, () => {
+        const released = this.#release(fd);
+        this.#releasing.add(released);
+        return released.finally(() => this.#releasing.delete(released));
+      }),
       unlink: (path, cb) => this.#run('unlink', path, cb, () => this.#unlink(path)),
       rename: (from, to, cb, hiding) => this.#run('rename', from, cb, () => this.#rename(from, to, hiding)),
       link: (_from, to, cb) => this.#run('link', to, cb, async () => {
