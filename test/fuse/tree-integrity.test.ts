@@ -2,9 +2,9 @@
  * @module test/fuse/tree-integrity
  * Data integrity of a directory tree under a seeded random sequence of mkdir / rmdir / rename
  * (files and directories, onto files, directories and nothing) / writeFile / append / truncate /
- * unlink / rm -r / chmod / utimes / symlink, with a few files held open, written, truncated and
- * read while their names and directories move or go, applied to the mount and to a plain
- * directory side by side. Many of these are answered by the mount from its journal before the
+ * unlink / rm -r / chmod / utimes / symlink / copyFile (copy_file_range), with a few files held
+ * open, written, truncated and read while their names and directories move or go, applied to the
+ * mount and to a plain directory side by side. Many of these are answered by the mount from its journal before the
  * store commits them (closes, unlinks, mkdir, rmdir, attribute changes and renames of what is
  * still queued), so after every step the whole tree is compared: names, types, modes, sizes,
  * contents, link targets, and the times set by utimes. Every few hundred steps the daemon is killed with SIGKILL and started again: the tree
@@ -17,7 +17,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import {
-  appendFile, chmod, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, symlink, truncate, unlink, utimes, writeFile,
+  appendFile, chmod, copyFile, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, symlink, truncate, unlink, utimes, writeFile,
   type FileHandle,
 } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -201,6 +201,13 @@ class Walker {
       what = `utimes ${p} ${when}`;
       outcome = await both((s) => utimes(at(s, p), when, when));
       if (!outcome.code && !outcome.mismatch) pinned.set(p, when);
+    } else if (r < 0.84) {
+      // copy_file_range through libuv (the mount shares the stored chunks, or copies them).
+      const from = path();
+      const to = path();
+      what = `copyFile ${from} ${to}`;
+      outcome = await both((s) => copyFile(at(s, from), at(s, to)));
+      if (!outcome.code && !outcome.mismatch) pinned.delete(to);
     } else if (r < 0.87) {
       const p = path();
       const target = pick(['../x', 'a/b', 'somewhere/else', 'c']);
