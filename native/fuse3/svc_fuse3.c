@@ -66,9 +66,10 @@ enum {
 };
 
 /*
- * A rename that hides an open file (n[0] of OP_RENAME): for an unlink, JS deletes the stored file
- * before answering; for a rename over it, the rename that follows replaces the stored file.
- * src/native/fuse.ts reads the same values.
+ * Whether a rename hides an open file, and why (n[0] of OP_RENAME): for an unlink, JS deletes the
+ * stored file before answering; for a rename over it, the rename that follows replaces the stored
+ * file (or, failing, gives the file its name back). HIDE_NONE: a rename asked for by a program,
+ * whatever its names. src/native/fuse.ts reads the same values.
  */
 enum { HIDE_NONE = 0, HIDE_FOR_UNLINK = 1, HIDE_FOR_RENAME = 2 };
 
@@ -1164,6 +1165,17 @@ static void advance(req_t *r, int code) {
             node_t *there = by_name(m, to, r->name2);
             if (there) node_unlink(m, there);
           }
+        }
+      } else if (r->hidden) {
+        /*
+         * The rename over an open file failed after the file was hidden (K_HIDE_TARGET): it takes
+         * its name back, as the operations give it back its path (transports/fuse/operations).
+         */
+        node_t *to = by_ino(m, r->ino2);
+        node_t *h = to ? by_name(m, to, r->hidden) : NULL;
+        if (h) {
+          node_move(m, h, to, r->name2);
+          h->hidden = false;
         }
       }
       answer(r, code);

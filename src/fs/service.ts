@@ -120,6 +120,11 @@ export interface ChangeOrigin {
    * ({@link FsService.checkChange} with its own {@link ShownEntry}). See {@link GuardContext.answered}.
    */
   answered?: boolean | undefined;
+  /**
+   * Who makes the change (an object of the face's own), for a face that must tell the change
+   * events it caused from other faces' ({@link FsService.madeBy}); never sent anywhere.
+   */
+  face?: object | undefined;
 }
 
 /**
@@ -288,6 +293,8 @@ export class FsService {
   readonly #store: MetadataStore;
   readonly #blobs: BlobStore;
   readonly #events: EventBus;
+  /** The face each published event came from, where its change named one (see {@link madeBy}). */
+  readonly #faces = new WeakMap<ChangeEvent, object>();
   readonly #entries: Table<EntryRecord>;
   readonly #versions: Table<VersionRecord>;
   readonly #refs: Table<number>;
@@ -678,7 +685,7 @@ export class FsService {
         return { status: 'fulfilled', value: { etag: item.etag, version: o.version, size: item.size, modified_at: new Date(now) } };
       });
       try {
-        await this.#commit(events);
+        await this.#commit(events, batch);
       } catch (err) {
         if (!batch.onHookFailure) throw err;
         batch.onHookFailure(err);
@@ -759,7 +766,7 @@ export class FsService {
   async #commitVersion(p: string, etag: string, size: number, pieces: StoredPiece[], opts: WriteOptions): Promise<WriteResult> {
     const now = Date.now();
     const result = await this.#transact(opts, () => this.#putVersion(p, etag, size, pieces, opts, now));
-    await this.#commit([...mkdirEvents(result.created, now), { type: 'write', path: p, etag, version: result.version, at: iso(now) }]);
+    await this.#commit([...mkdirEvents(result.created, now), { type: 'write', path: p, etag, version: result.version, at: iso(now) }], opts);
     return { etag, version: result.version, size, modified_at: new Date(now) };
   }
 
@@ -826,7 +833,7 @@ export class FsService {
     const settle = this.#check(origin, 'delete', [p], false);
     try {
       await this.#transact(origin, () => this.#deleteFile(p));
-      await this.#commit([{ type: 'delete', path: p, at: iso(Date.now()) }]);
+      await this.#commit([{ type: 'delete', path: p, at: iso(Date.now()) }], origin);
     } finally {
       settle();
     }
@@ -853,7 +860,7 @@ export class FsService {
       }
       const now = Date.now();
       const created = await this.#transact(origin, () => this.#renameIn(from, to, origin.overwrite ?? false, now));
-      await this.#commit([...mkdirEvents(created, now), { type: 'rename', path: from, new_path: to, at: iso(now) }]);
+      await this.#commit([...mkdirEvents(created, now), { type: 'rename', path: from, new_path: to, at: iso(now) }], origin);
     } finally {
       settle();
     }
@@ -883,7 +890,7 @@ export class FsService {
         this.#entries.put(entryKey(p), { kind: 'dir', created: now, modified: now, ...opts.attributes } satisfies DirRecord);
         return [...missing, p];
       });
-      await this.#commit(mkdirEvents(created, now));
+      await this.#commit(mkdirEvents(created, now), opts);
     } finally {
       settle();
     }
@@ -896,7 +903,7 @@ export class FsService {
     const settle = this.#check(opts, 'rmdir', [p], true);
     try {
       await this.#transact(opts, () => this.#removeDir(p, opts.recursive ?? false));
-      await this.#commit([{ type: 'rmdir', path: p, at: iso(Date.now()) }]);
+      await this.#commit([{ type: 'rmdir', path: p, at: iso(Date.now()) }], opts);
     } finally {
       settle();
     }
@@ -1390,8 +1397,14 @@ export class FsService {
     return settles.length === 0 ? noop : () => { for (const settle of settles) settle(); };
   }
 
+  /** The {@link ChangeOrigin.face} whose change published `event`, when it named one. */
+  madeBy(event: ChangeEvent): object | undefined {
+    return this.#faces.get(event);
+  }
+
   /** After a commit: run the hooks, then publish. A failing hook is reported after publishing. */
-  async #commit(events: readonly ChangeEvent[]): Promise<void> {
+  async #commit(events: readonly ChangeEvent[], origin?: ChangeOrigin): Promise<void> {
+    if (origin?.face) for (const e of events) this.#faces.set(e, origin.face);
     let failure: unknown;
     for (const hook of this.#hooks) {
       try {

@@ -76,10 +76,10 @@ export interface FuseCaller {
   gid: number;
 }
 
-/** Why a rename hides an open file (see {@link FuseOperations.rename}). */
-export type HideFor = 'unlink' | 'rename';
-/** n0 of a rename from the libfuse 3 binding: HIDE_FOR_UNLINK and HIDE_FOR_RENAME of svc_fuse3.c. */
-const HIDE_FOR: Record<number, HideFor> = { 1: 'unlink', 2: 'rename' };
+/** Whether and why a rename hides an open file (see {@link FuseOperations.rename}); 'none': a program's rename. */
+export type HideFor = 'none' | 'unlink' | 'rename';
+/** n0 of a rename from the libfuse 3 binding: HIDE_NONE, HIDE_FOR_UNLINK and HIDE_FOR_RENAME of svc_fuse3.c. */
+const HIDE_FOR: Record<number, HideFor> = { 0: 'none', 1: 'unlink', 2: 'rename' };
 
 /** The operations fuse-native calls (libfuse 2 high-level API, by path). */
 export interface FuseOperations {
@@ -105,9 +105,9 @@ export interface FuseOperations {
   release(path: string, fd: number, cb: Cb): void;
   unlink(path: string, cb: Cb): void;
   /**
-   * `hiding`: this rename hides an open file (to `.fuse_hidden…`) because it is being unlinked, or
-   * renamed over (the rename follows at once). Given by svc's libfuse 3 binding; fuse-native's
-   * libfuse hides files itself and does not say why.
+   * `hiding`: whether this rename hides an open file (to `.fuse_hidden…`) because it is being
+   * unlinked, or renamed over (the rename follows at once), or is a program's own ('none'). Given
+   * by svc's libfuse 3 binding; fuse-native's libfuse hides files itself and does not say.
    */
   rename(src: string, dest: string, cb: Cb, hiding?: HideFor): void;
   link(src: string, dest: string, cb: Cb): void;

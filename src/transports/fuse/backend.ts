@@ -191,6 +191,12 @@ export interface FuseBackend {
   /** Changes committed through any face (RPC, WebSocket, other mounts, this one); returns unsubscribe. */
   onChange(listener: (event: ChangeEvent) => void): () => void;
   /**
+   * Whether `event` is a change this backend made, where it can tell exactly (the in-process
+   * backend: FsService.madeBy). Absent: the mount tells by the paths it is changing or changed
+   * moments ago (transports/fuse/kernel-cache, OwnChanges).
+   */
+  isOwnChange?(event: ChangeEvent): boolean;
+  /**
    * Resolves once every change this backend has stored so far is durable (fsync). The in-process
    * backend commits without waiting for the flush (as a local disk's close() does not sync) and
    * waits for it here; the remote one's RPC writes are answered only once durable already.

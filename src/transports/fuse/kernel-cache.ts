@@ -17,11 +17,12 @@
  * own, one notification at a time: never on the main thread, and never on libuv's thread pool,
  * which the mount's own operations need to answer those requests.
  *
- * Changes this mount made itself are not sent: the kernel saw them happen ({@link OwnChanges}).
- * A notification that is lost leaves the cache to time out as before: the worker is behind by
- * {@link MAX_PENDING}, or another face changed a path while the mount's own change to it was under
- * way, or (a delete, rename or directory change, which carry no etag) within {@link OWN_WINDOW_MS}
- * of it. Before each write the worker checks that the descriptor still is the mount's /dev/fuse
+ * Changes this mount made itself are not sent: the kernel saw them happen. The in-process backend
+ * names its own change events exactly (FuseBackend.isOwnChange); a remote mount goes by the paths
+ * it is changing or changed moments ago ({@link OwnChanges}). A notification that is lost leaves
+ * the cache to time out as before: the worker is behind by {@link MAX_PENDING}, or, on a remote
+ * mount, another face changed a path while the mount's own change to it was under way, or (a
+ * delete, rename or directory change, which carry no etag) within {@link OWN_WINDOW_MS} of it. Before each write the worker checks that the descriptor still is the mount's /dev/fuse
  * connection (libfuse closes it when the mount is detached from outside).
  */
 import { Worker } from 'node:worker_threads';

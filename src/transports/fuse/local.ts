@@ -3,7 +3,7 @@
  * The in-process FUSE backend: the daemon's own FsService, called directly (no RPC hop). Content is
  * read one chunk at a time by hash from the chunk store, and an open file is committed as one
  * version with writeChunks(), reusing the hashes of the chunks it did not change. Its changes are
- * committed without waiting for the store's flush; fsync waits for it (see {@link NOT_DURABLE}).
+ * committed without waiting for the store's flush; fsync waits for it (see the backend's `#origin`).
  *
  * Group commit of small files: with a journal, a commit of a file of at most
  * {@link BATCH_MAX_BYTES}, the removal of a file, or a directory made or removed (empty), is answered once its record is appended to
@@ -31,7 +31,7 @@
 import { createHash } from 'node:crypto';
 import { statfs } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { EventBus } from '../../core/events.js';
+import type { ChangeEvent, EventBus } from '../../core/events.js';
 import type { Logger } from '../../core/log.js';
 import { parentOf } from '../../core/paths.js';
 import { hasInline, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord } from '../../fs/records.js';
@@ -127,18 +127,19 @@ export function nodeOf(rec: EntryRecord): NodeInfo {
   };
 }
 
-/**
- * Changes made through the mount are answered once committed (visible to every face, surviving a
- * crash of the daemon), not once flushed: a local disk's close() and unlink() do not sync either.
- * fsync ({@link LocalBackend.sync}) waits for the flush; RPC writes keep waiting for it.
- */
-const NOT_DURABLE = { durable: false } as const;
-
 export class LocalBackend implements FuseBackend {
   readonly description = 'in-process';
   readonly inProcess = true;
   readonly reusesHashes = true;
   readonly spoolDir: string;
+  /**
+   * How the mount's changes reach the service. Answered once committed (visible to every face,
+   * surviving a crash of the daemon), not once flushed: a local disk's close() and unlink() do not
+   * sync either; fsync ({@link LocalBackend.sync}) waits for the flush, and RPC writes keep waiting
+   * for it. Named as this backend's, so the mount tells its own change events from other faces'
+   * exactly ({@link isOwnChange}).
+   */
+  readonly #origin = { durable: false, face: this } as const;
   readonly #fs: FsService;
   readonly #events: EventBus;
   readonly #dataDir: string;
@@ -276,14 +277,14 @@ export class LocalBackend implements FuseBackend {
       hash: p.hash, size: p.size, held: p.held, data: p.readSync ?? await p.read(),
     })));
     const r = await this.#fs.writeChunks(path, content, {
-      attributes: opts.attributes, symlink: opts.symlink, modified: opts.modified, etag: opts.etag, ...NOT_DURABLE,
+      attributes: opts.attributes, symlink: opts.symlink, modified: opts.modified, etag: opts.etag, ...this.#origin,
     });
     return { version: r.version, etag: r.etag, size: r.size };
   }
 
   /** Chunks stored while their file is written: a non-durable transaction (fsync waits for the flush). */
   hold(requests: HoldRequest[], release: string[]): Promise<boolean[]> {
-    return this.#fs.holdChunks(requests, release, NOT_DURABLE);
+    return this.#fs.holdChunks(requests, release, this.#origin);
   }
 
   chunk(hash: string): Buffer {
@@ -305,7 +306,7 @@ export class LocalBackend implements FuseBackend {
       }
     }
     await this.drain();
-    await this.#fs.delete(path, NOT_DURABLE);
+    await this.#fs.delete(path, this.#origin);
   }
 
   async rename(from: string, to: string): Promise<void> {
@@ -324,7 +325,7 @@ export class LocalBackend implements FuseBackend {
       }
     }
     await this.drain();
-    await this.#fs.rename(from, to, { overwrite: true, ...NOT_DURABLE });
+    await this.#fs.rename(from, to, { overwrite: true, ...this.#origin });
   }
 
   /**
@@ -360,7 +361,7 @@ export class LocalBackend implements FuseBackend {
       }
     }
     await this.drain();
-    await this.#fs.mkdir(path, { attributes, ...NOT_DURABLE });
+    await this.#fs.mkdir(path, { attributes, ...this.#origin });
   }
 
   async rmdir(path: string): Promise<void> {
@@ -380,7 +381,7 @@ export class LocalBackend implements FuseBackend {
       }
     }
     await this.drain();
-    await this.#fs.rmdir(path, NOT_DURABLE);
+    await this.#fs.rmdir(path, this.#origin);
   }
 
   async setAttributes(path: string, changes: AttributeChanges): Promise<void> {
@@ -390,7 +391,7 @@ export class LocalBackend implements FuseBackend {
       if (q?.info && !q.batched) return this.#fold(this.#journal, q, q.info, changes);
     }
     await this.drain();
-    await this.#fs.setAttributes(path, changes, NOT_DURABLE);
+    await this.#fs.setAttributes(path, changes, this.#origin);
   }
 
   /**
@@ -441,6 +442,10 @@ export class LocalBackend implements FuseBackend {
 
   onChange(listener: Parameters<EventBus['subscribe']>[0]): () => void {
     return this.#events.subscribe(listener);
+  }
+
+  isOwnChange(event: ChangeEvent): boolean {
+    return this.#fs.madeBy(event) === this;
   }
 
   /** fsync: wait until every commit made so far (this mount's queued ones and any other) is flushed. */
@@ -600,7 +605,15 @@ export class LocalBackend implements FuseBackend {
       // batch: the close that replaces it (a shell's write after its flush) comes within microseconds,
       // and taking it now would store an empty version first. It is journaled meanwhile.
       const now = Date.now();
-      const cut = this.#queue.findIndex((q) => q.provisional !== undefined && now - q.provisional < PROVISIONAL_MS);
+      let cut = this.#queue.findIndex((q) => q.provisional !== undefined && now - q.provisional < PROVISIONAL_MS);
+      if (cut > 0) {
+        // The batch's mark is its newest record, so it must leave no older one behind: a close
+        // queued before the provisional one but folded into after it (its record is newer) waits
+        // too, or a crash before the next batch would skip the provisional close at the replay.
+        const first = this.#queue[cut]!.journaled?.[0] ?? this.#queue[cut]!.seq;
+        const newer = this.#queue.findIndex((q, i) => i < cut && q.seq > first);
+        if (newer >= 0) cut = newer;
+      }
       if (cut === 0) {
         await new Promise((resolve) => setTimeout(resolve, PROVISIONAL_MS));
         continue;
@@ -617,7 +630,7 @@ export class LocalBackend implements FuseBackend {
         results = await this.#fs.writeMany(
           batch.map((q) => batchItem(q, q.info?.etag)),
           {
-            ...NOT_DURABLE, pastBarrier: true, answered: true, mark: { name: JOURNAL_MARK, value: applied },
+            ...this.#origin, pastBarrier: true, answered: true, mark: { name: JOURNAL_MARK, value: applied },
             // Committed, and answered long ago: a hook's failure (ReBAC following a rename, a
             // storage mount's mirror) is logged; taking the batch for uncommitted would commit it twice.
             onHookFailure: (err) => this.#log?.error({ err, changes: batch.length }, 'a commit hook failed after queued changes were committed'),

@@ -16,8 +16,9 @@
  * onto its path follows at once (sooner when an fsync, an unmount or a change at that path needs it).
  *
  * Change events another face caused go to `onExternalChange` (the mount's kernel cache notifier,
- * transports/fuse/kernel-cache); the mount's own are told apart by the paths its backend calls
- * are changing or changed moments ago ({@link OwnChanges}).
+ * transports/fuse/kernel-cache); the mount's own are told apart by the backend where it names them
+ * (the in-process one), else by the paths its backend calls are changing or changed moments ago
+ * ({@link OwnChanges}).
  */
 import type { Logger } from '../../core/log.js';
 import type { ChangeEvent } from '../../core/events.js';
@@ -162,6 +163,8 @@ export class FuseFileSystem {
   /** Open files by current path (hidden ones under their `.fuse_hidden` name). */
   readonly #files = new Map<string, OpenFile>();
   readonly #handles = new Map<number, Handle>();
+  /** Open files hidden for a rename over them, by the path that rename is to replace (see #rename). */
+  readonly #hiddenForRename = new Map<string, { file: OpenFile; hiddenPath: string }>();
   /** Releases under way (a directory's fsync waits for them). */
   readonly #releasing = new Set<Promise<void>>();
   /** fuse-native: stored files whose deletion waits for a possible rename onto them (see the module note). */
@@ -176,7 +179,8 @@ export class FuseFileSystem {
   #nextFh = 1;
 
   constructor(opts: FuseFileSystemOptions) {
-    this.#backend = recordingOwnChanges(opts.backend, this.#own);
+    // A backend that names its own change events needs no record of what it was asked to change.
+    this.#backend = opts.backend.isOwnChange ? opts.backend : recordingOwnChanges(opts.backend, this.#own);
     this.#onExternalChange = opts.onExternalChange;
     this.#log = opts.log;
     this.#uid = opts.uid;
@@ -487,10 +491,11 @@ export class FuseFileSystem {
   }
 
   #onChange(event: ChangeEvent): void {
-    let own = false;
+    const exact = this.#backend.isOwnChange?.(event);
+    let own = exact ?? false;
     for (const path of [event.path, event.new_path]) {
       if (path === undefined) continue;
-      own ||= this.#own.isOwn(path, event.type === 'write' ? event.etag : undefined);
+      if (exact === undefined) own ||= this.#own.isOwn(path, event.type === 'write' ? event.etag : undefined);
       const file = this.#files.get(path);
       if (file && !file.changed && (event.version === undefined || event.version !== file.baseVersion)) file.stale = true;
     }
@@ -687,9 +692,30 @@ export class FuseFileSystem {
   }
 
   async #rename(from: string, to: string, hiding: HideFor | undefined): Promise<void> {
-    if (isVersionsPath(from) || isVersionsPath(to)) throw new PosixError('EROFS');
-    const src = this.#files.get(from);
-    if (src && !src.orphan && baseName(to).startsWith(HIDDEN_PREFIX)) return this.#hide(src, to, hiding);
+    // A rename over an open file follows that file's hide: failing, it gives the file its path back
+    // (the binding gives the file its name back).
+    const hidden = this.#hiddenForRename.get(to);
+    this.#hiddenForRename.delete(to);
+    try {
+      if (isVersionsPath(from) || isVersionsPath(to)) throw new PosixError('EROFS');
+      const src = this.#files.get(from);
+      // fuse-native does not say which renames are its hides: there the hidden name tells.
+      const hides = hiding === undefined ? baseName(to).startsWith(HIDDEN_PREFIX) : hiding !== 'none';
+      if (src && !src.orphan && hides) return await this.#hide(src, to, hiding === 'none' ? undefined : hiding);
+      await this.#move(from, to, src);
+    } catch (err) {
+      if (hidden && this.#files.get(hidden.hiddenPath) === hidden.file) {
+        this.#files.delete(hidden.hiddenPath);
+        hidden.file.orphan = false;
+        hidden.file.path = to;
+        this.#files.set(to, hidden.file);
+      }
+      throw err;
+    }
+  }
+
+  /** A program's rename (POSIX: replacing the target), of the open file `src` when it is open. */
+  async #move(from: string, to: string, src: OpenFile | undefined): Promise<void> {
     if (this.#pendingDeletes.has(from)) throw new PosixError('ENOENT');
     const target = normalizePath(to);
     await this.#cancelDelete(target);
@@ -739,7 +765,7 @@ export class FuseFileSystem {
    * refused where the store refuses it); a rename over it replaces it. fuse-native does not say
    * which: there the deletion waits a moment for a rename onto the path (see the module note).
    */
-  async #hide(file: OpenFile, hiddenPath: string, hiding: HideFor | undefined): Promise<void> {
+  async #hide(file: OpenFile, hiddenPath: string, hiding: 'unlink' | 'rename' | undefined): Promise<void> {
     const from = file.path;
     const stored = !file.isNew;
     // The open file keeps its bytes: what it still reads from the stored version is copied first.
@@ -749,6 +775,7 @@ export class FuseFileSystem {
     this.#files.delete(from);
     file.path = hiddenPath;
     this.#files.set(hiddenPath, file);
+    if (hiding === 'rename') this.#hiddenForRename.set(from, { file, hiddenPath });
     if (stored && hiding === undefined) this.#scheduleDelete(from);
   }
 
