@@ -20,7 +20,7 @@ import {
   appendFile, chmod, copyFile, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, symlink, truncate, unlink, utimes, writeFile,
   type FileHandle,
 } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fuseSkipReason, startMountedDaemon, startRemoteMount, tempDir, sh } from './harness.js';
 import { seededRandom } from '../helpers/random.js';
 
@@ -60,8 +60,17 @@ async function snapshot(root: string, pinned: Map<string, number>): Promise<stri
   return lines;
 }
 
-/** What one walker's step did: its outcome on both sides. */
-type Outcome = { code?: string; mismatch?: string };
+/**
+ * What one walker's step did: its outcome on both sides. `later`: another face made the change,
+ * at these paths; the mount must show it within a second.
+ */
+type Outcome = { code?: string; mismatch?: string; later?: string[] };
+
+/** The daemon's RPC face, for steps another face takes: `root` is the store's path of the walker's mount directory. */
+interface RpcFace {
+  call: (method: string, params: Record<string, unknown>) => Promise<unknown>;
+  root: string;
+}
 
 /** Run `fn` on both sides: both must succeed, or fail with the same code. */
 async function both(fn: (side: Side) => Promise<unknown>): Promise<Outcome> {
@@ -91,8 +100,12 @@ class Walker {
   readonly #handles: { path: string; mount: FileHandle; plain: FileHandle }[] = [];
   readonly #random: () => number;
 
-  constructor(readonly roots: Record<Side, string>, seed: number, readonly name = '') {
+  readonly #rpc: RpcFace | undefined;
+
+  /** `rpc`: a share of the steps go through RPC instead, and files are not held open. */
+  constructor(readonly roots: Record<Side, string>, seed: number, readonly name = '', rpc?: RpcFace) {
     this.#random = seededRandom(seed);
+    this.#rpc = rpc;
   }
 
   /** The last steps, for a failure's report (SVC_FUSE_LOG_LINES of them, 30 unless set). */
@@ -100,9 +113,23 @@ class Walker {
     return this.log.slice(-(Number(process.env.SVC_FUSE_LOG_LINES) || 30));
   }
 
-  /** Both trees, as {@link snapshot} lines. */
-  async snapshots(): Promise<[string[], string[]]> {
-    return Promise.all([snapshot(this.roots.mount, this.#pinned), snapshot(this.roots.plain, this.#pinned)]);
+  /**
+   * Both trees, as {@link snapshot} lines, and what a lookup of each of `paths` and of the
+   * directories above them finds (a listing does not show a name the kernel still caches).
+   */
+  async snapshots(paths: string[] = []): Promise<[string[], string[]]> {
+    const lookups = (side: Side) => Promise.all(paths.flatMap((p) => p.split('/').map((_, i, parts) => parts.slice(0, i + 1).join('/'))).map(async (p) => {
+      const full = join(this.roots[side], p);
+      const st = await lstat(full).catch((err: NodeJS.ErrnoException) => err.code ?? String(err));
+      // A rename onto itself is answered from the name the kernel holds, without asking the mount
+      // (lstat asks it for the attributes): it shows a name the kernel still holds for something gone.
+      const held = await rename(full, full).then(() => 'held', (err: NodeJS.ErrnoException) => err.code ?? String(err));
+      return `lookup ${p}: ${typeof st === 'string' ? st : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'link' : 'file'}, ${held}`;
+    }));
+    const [m, p, ml, pl] = await Promise.all([
+      snapshot(this.roots.mount, this.#pinned), snapshot(this.roots.plain, this.#pinned), lookups('mount'), lookups('plain'),
+    ]);
+    return [[...m, ...ml], [...p, ...pl]];
   }
 
   /** Close the files held open (their writes are acknowledged by the close). */
@@ -128,10 +155,9 @@ class Walker {
     const size = () => (random() < 0.85 ? int(3000) : int(1.3 * 1024 * 1024));
     const at = (side: Side, p: string) => join(this.roots[side], p);
     const pinned = this.#pinned;
-    const unpin = (p: string) => {
-      for (const k of [...pinned.keys()]) if (k === p || k.startsWith(`${p}/`)) pinned.delete(k);
-    };
+    const unpin = (p: string) => this.#unpin(p);
     const handles = this.#handles;
+    if (this.#rpc && random() < 0.3) return this.#log(step, await this.#rpcStep(this.#rpc, path, () => bytes(int(3000))));
 
     const r = random();
     let what: string;
@@ -213,7 +239,7 @@ class Walker {
       const target = pick(['../x', 'a/b', 'somewhere/else', 'c']);
       what = `symlink ${target} ${p}`;
       outcome = await both((s) => symlink(target, at(s, p)));
-    } else if (r < 0.91 && handles.length < MAX_OPEN) {
+    } else if (r < 0.91 && handles.length < MAX_OPEN && !this.#rpc) {
       const p = path();
       what = `open ${p} a+`;
       const opened: Partial<Record<Side, FileHandle>> = {};
@@ -252,10 +278,89 @@ class Walker {
     } else {
       return undefined;
     }
-    const kind = `${what.split(' ')[0]} ${outcome.code ?? 'ok'}`;
+    return this.#log(step, { what, ...outcome });
+  }
+
+  #unpin(p: string): void {
+    for (const k of [...this.#pinned.keys()]) if (k === p || k.startsWith(`${p}/`)) this.#pinned.delete(k);
+  }
+
+  #log(step: number, outcome: Outcome & { what: string }): Outcome {
+    const { what } = outcome;
+    const kind = `${what.split(' ').slice(0, what.startsWith('rpc ') ? 2 : 1).join(' ')} ${outcome.code ?? 'ok'}`;
     this.tally.set(kind, (this.tally.get(kind) ?? 0) + 1);
     this.log.push(`${this.name}${step}: ${what}${outcome.code ? ` (${outcome.code})` : ''}${outcome.mismatch ? ` -> ${outcome.mismatch}` : ''}`);
     return outcome;
+  }
+
+  /**
+   * A change through RPC, mirrored on the plain side where RPC made it (RPC's rules: a write
+   * makes missing parents and replaces a link, a rename makes missing parents). A path through a
+   * link on the plain side is left alone (RPC does not follow links, the plain side would).
+   */
+  async #rpcStep(rpc: RpcFace, path: () => string, data: () => Buffer): Promise<Outcome & { what: string }> {
+    const r = this.#random();
+    const plain = (p: string) => join(this.roots.plain, p);
+    const stored = (p: string) => `${rpc.root}/${p}`;
+    const parents = (p: string) => mkdir(dirname(plain(p)), { recursive: true });
+    let what: string;
+    let paths: string[];
+    let act: () => Promise<unknown>;
+    let mirror: () => Promise<unknown>;
+    if (r < 0.4) {
+      const p = path();
+      const bytes = data();
+      [what, paths] = [`rpc write ${p} ${bytes.length}`, [p]];
+      act = () => rpc.call('write', { path: stored(p), content: { __type__: 'bytes', data: bytes.toString('base64') } });
+      mirror = async () => {
+        await parents(p);
+        if ((await lstat(plain(p)).catch(() => undefined))?.isSymbolicLink()) await unlink(plain(p));
+        await writeFile(plain(p), bytes);
+      };
+    } else if (r < 0.6) {
+      const p = path();
+      [what, paths] = [`rpc delete ${p}`, [p]];
+      act = () => rpc.call('delete', { path: stored(p) });
+      mirror = () => unlink(plain(p));
+    } else if (r < 0.8) {
+      const from = path();
+      const to = path();
+      [what, paths] = [`rpc rename ${from} ${to}`, [from, to]];
+      act = () => rpc.call('rename', { old_path: stored(from), new_path: stored(to), overwrite: true });
+      mirror = async () => {
+        await parents(to);
+        await rename(plain(from), plain(to));
+      };
+    } else if (r < 0.9) {
+      const p = path();
+      [what, paths] = [`rpc mkdir ${p}`, [p]];
+      act = () => rpc.call('mkdir', { path: stored(p) });
+      mirror = () => mkdir(plain(p));
+    } else {
+      const p = path();
+      [what, paths] = [`rpc rmdir -r ${p}`, [p]];
+      act = () => rpc.call('rmdir', { path: stored(p), recursive: true });
+      mirror = () => rm(plain(p), { recursive: true });
+    }
+    for (const p of paths) {
+      const parts = p.split('/');
+      for (let i = 1; i < parts.length; i++) {
+        if ((await lstat(plain(parts.slice(0, i).join('/'))).catch(() => undefined))?.isSymbolicLink()) return { what, code: 'skipped: a link on the way' };
+      }
+    }
+    for (const p of paths) this.#unpin(p);
+    try {
+      await act();
+    } catch (err) {
+      const e = err as { code?: number; data?: { errno?: string } };
+      return { what, code: `rpc ${e.data?.errno ?? e.code ?? String(err)}` };
+    }
+    try {
+      await mirror();
+    } catch (err) {
+      return { what, mismatch: `RPC did it, the plain side refused: ${(err as NodeJS.ErrnoException).code}` };
+    }
+    return { what, later: paths };
   }
 }
 
@@ -264,12 +369,14 @@ class Walker {
  * of it (`svc mount --remote-url`: every change through RPC), for half the steps, unkilled; and
  * four walkers at once on the daemon's mount, each in a directory of its own (their requests,
  * batches and journal records interleave), killed and started again every {@link KILL_EVERY} steps
- * of each.
+ * of each; and the daemon's mount with three steps in ten taken through RPC instead (the mount
+ * must show each within a second), killed like the first.
  */
 const VARIANTS = [
   { name: 'the daemon\'s mount', remote: false, walkers: 1, steps: STEPS, killEvery: KILL_EVERY },
   { name: 'a remote mount', remote: true, walkers: 1, steps: Math.ceil(STEPS / 2), killEvery: 0 },
   { name: 'the daemon\'s mount, four walkers at once', remote: false, walkers: 4, steps: Math.ceil(STEPS / 2), killEvery: KILL_EVERY },
+  { name: 'the daemon\'s mount, with changes through RPC between', remote: false, walkers: 1, steps: STEPS, killEvery: KILL_EVERY, rpc: true },
 ];
 
 for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name} match a plain directory${variant.killEvery ? ', across kill -9' : ''} (seed ${SEED}, ${variant.steps} steps${variant.walkers > 1 ? ' each' : ''})`, { skip }, async (t) => {
@@ -287,7 +394,8 @@ for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name
     const sub = variant.walkers > 1 ? `w${i}/r` : '';
     const roots = { mount: join(base.mount, sub), plain: join(base.plain, sub) };
     if (sub) await Promise.all([mkdir(roots.mount, { recursive: true }), mkdir(roots.plain, { recursive: true })]);
-    walkers.push(new Walker(roots, SEED + i, variant.walkers > 1 ? `w${i} ` : ''));
+    const rpc = variant.rpc ? { call: (method: string, params: Record<string, unknown>) => d.rpc(method, params), root: `/t${sub ? `/${sub}` : ''}` } : undefined;
+    walkers.push(new Walker(roots, SEED + i, variant.walkers > 1 ? `w${i} ` : '', rpc));
   }
   let failures = 0;
   let kills = 0;
@@ -295,12 +403,22 @@ for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name
     failures++;
     t.fail(message, { ...extra, last: w.recent(), daemon: served.output().slice(-3000) });
   };
-  const check = async (w: Walker, when: string) => {
-    const [m, p] = await w.snapshots();
-    if (m.join('\n') === p.join('\n')) return true;
-    failures++;
-    t.same(m, p, `${w.name}${when}: the mount's tree is the plain directory's`, { last: w.recent(), daemon: served.output().slice(-3000) });
-    return false;
+  /**
+   * The trees agree, and lookups of `later`'s paths, within a second when another face changed
+   * them (the change reaches the mount through its kernel cache notifications).
+   */
+  const check = async (w: Walker, when: string, later?: string[]) => {
+    for (const deadline = Date.now() + (later ? 1000 : 0); ;) {
+      const [m, p] = await w.snapshots(later);
+      if (m.join('\n') === p.join('\n')) return true;
+      if (Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        continue;
+      }
+      failures++;
+      t.same(m, p, `${w.name}${when}: the mount's tree is the plain directory's`, { last: w.recent(), daemon: served.output().slice(-3000) });
+      return false;
+    }
   };
   /** Steps `from`..`to` of one walker, each checked; false once the trees disagreed. */
   const walk = async (w: Walker, from: number, to: number) => {
@@ -311,7 +429,7 @@ for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name
         fail(w, `${w.name}step ${step}: ${w.log.at(-1)}`);
         return;
       }
-      if (!(await check(w, `step ${step}`))) return;
+      if (!(await check(w, `step ${step}`, outcome.later))) return;
     }
   };
 
