@@ -600,21 +600,36 @@ export class FuseFileSystem {
     }
     if (this.#pendingDeletes.has(path)) throw new PosixError('ENOENT');
     if (writing) await this.#backend.checkWritable(this.#lookupPath(path));
-    let file = this.#files.get(path);
-    if (file && !file.changed && !file.orphan) {
-      // A clean open file may be behind a change made through another face.
-      const info = await this.#backend.stat(path);
-      if (info?.version !== undefined && info.version !== file.baseVersion) await file.refresh(await this.#backend.content(path));
+    const open = this.#files.get(path);
+    if (open) {
+      // The handle first: a release of the file's last other handle, under way, then keeps it
+      // (it let go of a file it found without handles, and this open kept using that file
+      // unseen by the next open, getattr and truncate: the remote mount's `truncate` right after
+      // a close answered the old size, and appends landed there).
+      const fh = this.#addHandle(open);
+      if (open.changed || open.orphan) return fh;
+      try {
+        // A clean open file may be behind a change made through another face.
+        const info = await this.#backend.stat(path);
+        if (info?.version !== undefined && info.version !== open.baseVersion) await open.refresh(await this.#backend.content(path));
+      } catch (err) {
+        this.#handles.delete(fh);
+        open.handles.delete(fh);
+        if (open.handles.size === 0 && !open.changed && this.#files.get(path) === open) {
+          this.#files.delete(path);
+          await open.dispose();
+        }
+        throw err;
+      }
+      return fh;
     }
-    if (!file) {
-      const p = this.#lookupPath(path);
-      const content = await this.#backend.content(p);
-      // Another open of the same path may have won the race while this one waited.
-      file = this.#files.get(p) ?? new OpenFile(p, content, {
-        mtime: Date.now(), spoolDir: this.#backend.spoolDir, hasher: this.#hasher, holds: this.#holds,
-      });
-      this.#files.set(p, file);
-    }
+    const p = this.#lookupPath(path);
+    const content = await this.#backend.content(p);
+    // Another open of the same path may have won the race while this one waited.
+    const file = this.#files.get(p) ?? new OpenFile(p, content, {
+      mtime: Date.now(), spoolDir: this.#backend.spoolDir, hasher: this.#hasher, holds: this.#holds,
+    });
+    this.#files.set(p, file);
     return this.#addHandle(file);
   }
 
