@@ -82,6 +82,14 @@ const UINT32_MAX = 0xffffffff;
  */
 const OUT_OF_SPACE = new Set(['ENOSPC', 'EDQUOT']);
 
+/** An open file hidden for a rename over it (see FuseFileSystem #rename). */
+interface HiddenForRename {
+  file: OpenFile;
+  hiddenPath: string;
+  /** The stored version it was opened from (the rename, once made, replaces it). */
+  version: number | undefined;
+}
+
 /** The deletion of a hidden file's stored content, waiting for a possible rename onto its path. */
 interface PendingDelete {
   timer: NodeJS.Timeout;
@@ -164,7 +172,7 @@ export class FuseFileSystem {
   readonly #files = new Map<string, OpenFile>();
   readonly #handles = new Map<number, Handle>();
   /** Open files hidden for a rename over them, by the path that rename is to replace (see #rename). */
-  readonly #hiddenForRename = new Map<string, { file: OpenFile; hiddenPath: string }>();
+  readonly #hiddenForRename = new Map<string, HiddenForRename>();
   /** Releases under way (a directory's fsync waits for them). */
   readonly #releasing = new Set<Promise<void>>();
   /** fuse-native: stored files whose deletion waits for a possible rename onto them (see the module note). */
@@ -692,10 +700,11 @@ export class FuseFileSystem {
     if (isVersionsPath(path)) throw new PosixError('EROFS');
     const file = this.#files.get(path);
     if (file?.orphan || file?.isNew) {
-      // libfuse removing its hidden name, or a file created here and never stored.
+      // libfuse removing its hidden name, or a file created here and never stored. A file hidden
+      // for a rename still under way is kept: should the rename fail, it is stored again.
       file.orphan = true;
       this.#files.delete(path);
-      if (file.handles.size === 0) await file.dispose();
+      if (file.handles.size === 0 && ![...this.#hiddenForRename.values()].some((h) => h.file === file)) await file.dispose();
       return;
     }
     await this.#stored(path);
@@ -710,27 +719,49 @@ export class FuseFileSystem {
     // A rename over an open file follows that file's hide: failing, it gives the file its path back
     // (the binding gives the file its name back).
     const hidden = this.#hiddenForRename.get(to);
-    this.#hiddenForRename.delete(to);
     try {
       if (isVersionsPath(from) || isVersionsPath(to)) throw new PosixError('EROFS');
       const src = this.#files.get(from);
       // fuse-native does not say which renames are its hides: there the hidden name tells.
       const hides = hiding === undefined ? baseName(to).startsWith(HIDDEN_PREFIX) : hiding !== 'none';
       if (src && !src.orphan && hides) return await this.#hide(src, to, hiding === 'none' ? undefined : hiding);
-      await this.#move(from, to, src);
+      await this.#move(from, to, src, hidden);
     } catch (err) {
-      if (hidden && this.#files.get(hidden.hiddenPath) === hidden.file) {
-        this.#files.delete(hidden.hiddenPath);
-        hidden.file.orphan = false;
-        hidden.file.path = to;
-        this.#files.set(to, hidden.file);
-      }
+      if (hidden) await this.#unhide(hidden, to);
       throw err;
+    } finally {
+      if (hidden) this.#hiddenForRename.delete(to);
+      // Renamed over, closed and unlinked meanwhile: nothing keeps it any more.
+      if (hidden?.file.orphan && hidden.file.handles.size === 0 && this.#files.get(hidden.hiddenPath) !== hidden.file) await hidden.file.dispose();
     }
   }
 
-  /** A program's rename (POSIX: replacing the target), of the open file `src` when it is open. */
-  async #move(from: string, to: string, src: OpenFile | undefined): Promise<void> {
+  /**
+   * The rename over an open file failed: the file is shown at its path again (the binding gives
+   * it its name back). Closed and unlinked meanwhile, it is stored there instead, with what was
+   * written through it.
+   */
+  async #unhide(hidden: HiddenForRename, path: string): Promise<void> {
+    const { file, hiddenPath } = hidden;
+    if (this.#files.get(hiddenPath) === file) this.#files.delete(hiddenPath);
+    file.orphan = false;
+    file.path = path;
+    if (file.handles.size > 0) {
+      this.#files.set(path, file);
+      return;
+    }
+    try {
+      await this.#commit(file);
+    } finally {
+      await file.dispose();
+    }
+  }
+
+  /**
+   * A program's rename (POSIX: replacing the target), of the open file `src` when it is open;
+   * `hidden`: the open target the binding hid for it.
+   */
+  async #move(from: string, to: string, src: OpenFile | undefined, hidden: HiddenForRename | undefined): Promise<void> {
     if (this.#pendingDeletes.has(from)) throw new PosixError('ENOENT');
     const target = normalizePath(to);
     await this.#cancelDelete(target);
@@ -743,7 +774,17 @@ export class FuseFileSystem {
     }
     // The store must hold what is renamed, including a file created here and not committed yet.
     if (src?.changed && !src.orphan) await this.#commit(src);
-    await this.#backend.rename(this.#lookupPath(from), target);
+    try {
+      await this.#backend.rename(this.#lookupPath(from), target);
+    } catch (err) {
+      // Over an open file, the store may have renamed before the error (a commit hook failing
+      // after the commit): the rename then stands, answered as done, and the hidden file stays
+      // hidden. Given back its path, its close would store the replaced content over the new.
+      const renamed = hidden && !(await this.#backend.stat(from).catch(() => undefined))
+        && (await this.#backend.stat(target).catch(() => undefined))?.version !== hidden.version;
+      if (!renamed) throw err;
+      this.#log.error({ err, from, to: target }, 'a rename over an open file failed after the store made it');
+    }
     const replaced = this.#files.get(target);
     if (replaced && replaced !== src) {
       replaced.orphan = true;
@@ -783,6 +824,7 @@ export class FuseFileSystem {
   async #hide(file: OpenFile, hiddenPath: string, hiding: 'unlink' | 'rename' | undefined): Promise<void> {
     const from = file.path;
     const stored = !file.isNew;
+    const version = file.baseVersion;
     // The open file keeps its bytes: what it still reads from the stored version is copied first.
     await file.detach();
     if (stored && hiding === 'unlink') await this.#backend.remove(from);
@@ -790,7 +832,7 @@ export class FuseFileSystem {
     this.#files.delete(from);
     file.path = hiddenPath;
     this.#files.set(hiddenPath, file);
-    if (hiding === 'rename') this.#hiddenForRename.set(from, { file, hiddenPath });
+    if (hiding === 'rename') this.#hiddenForRename.set(from, { file, hiddenPath, version });
     if (stored && hiding === undefined) this.#scheduleDelete(from);
   }
 
