@@ -16,6 +16,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fuseSupport, fuseBinding } from '../../src/native/fuse.js';
 import { fuseSkipReason, isMounted, sh, shOk, tempDir } from './harness.js';
+import { collectLines } from '../helpers/lines.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TIMEOUT_MS = 400;
@@ -91,15 +92,8 @@ async function startProbe(t: { teardown(fn: () => unknown): void }, slowMs: numb
   const child = spawn(process.execPath, ['--import', 'tsx', script, mnt, String(TIMEOUT_MS), String(slowMs)], {
     cwd: ROOT, env: { ...process.env, SVC_FUSE_BINDING: 'libfuse3' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const lines: string[] = [];
-  let partial = '';
+  const lines = collectLines(child.stdout!);
   let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    partial += d.toString();
-    const parts = partial.split('\n');
-    partial = parts.pop()!;
-    lines.push(...parts);
-  });
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise((ok) => child.once('exit', ok));
   const probe = { child, lines, exited };

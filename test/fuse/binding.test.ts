@@ -33,6 +33,7 @@ import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fuseBinding, fuseSupport } from '../../src/native/fuse.js';
 import { isMounted, sh, shOk, tempDir } from './harness.js';
+import { collectLines } from '../helpers/lines.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const PROBE = join(ROOT, 'test', 'fuse', 'fixtures', 'probe-mount.ts');
@@ -62,15 +63,9 @@ function startProbe(mnt: string, binding: string, as?: { uid: number; gid: numbe
   const node = [process.execPath, '--import', 'tsx', PROBE, mnt, String(TIMEOUT_MS)];
   const [cmd, ...args] = as ? ['setpriv', `--reuid=${as.uid}`, `--regid=${as.gid}`, '--clear-groups', ...node] : node;
   const child = spawn(cmd!, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines: string[] = [];
   let stderr = '';
   let waiters: (() => void)[] = [];
-  let partial = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    partial += d.toString();
-    const parts = partial.split('\n');
-    partial = parts.pop()!;
-    lines.push(...parts);
+  const lines = collectLines(child.stdout!, () => {
     const w = waiters;
     waiters = [];
     w.forEach((f) => f());
