@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 /**
- * `npm run build` step: build svc's libfuse 3 addon (native/fuse3/svc_fuse3.c) into
- * native/build/svc_fuse3.node with `cc`, Node's own headers and pkg-config's fuse3 flags (the
- * Debian package libfuse3-dev; scripts/system-deps.mjs installs it as root). Skipped when the addon
- * is newer than its source. It never fails the build: where it cannot be built, mounts use
- * fuse-native (libfuse 2) and this says why in one line.
+ * `npm run build` step: build svc's C addons into native/build/ with `cc` and Node's own headers:
+ * - svc_fuse3.node (native/fuse3/svc_fuse3.c), svc's libfuse 3 binding, with pkg-config's fuse3
+ *   flags (the Debian package libfuse3-dev; scripts/system-deps.mjs installs it as root);
+ * - svc_sha256.node (native/sha256/svc_sha256.c), SHA-256 with the CPU's SHA extensions, two
+ *   hashes of the same bytes in one pass (no library needed).
+ * Each is skipped when it is newer than its source. It never fails the build: where an addon
+ * cannot be built, svc works without it (mounts use fuse-native, hashes node:crypto) and this
+ * says why in one line.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
@@ -12,36 +15,56 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SOURCE = join(ROOT, 'native', 'fuse3', 'svc_fuse3.c');
-const OUT = join(ROOT, 'native', 'build', 'svc_fuse3.node');
 
-/** Build the addon: its path, or why it cannot be built here. */
-export function buildFuse3({ force = false } = {}) {
-  if (process.platform !== 'linux') return { reason: 'FUSE mounts are Linux only' };
-  if (!force && existsSync(OUT) && statSync(OUT).mtimeMs >= statSync(SOURCE).mtimeMs) return { addon: OUT };
+const ADDONS = [
+  {
+    name: 'svc_fuse3',
+    source: join(ROOT, 'native', 'fuse3', 'svc_fuse3.c'),
+    pkg: 'fuse3',
+    cflags: ['-O2', '-pthread'],
+    without: 'FUSE mounts will use fuse-native (libfuse 2)',
+  },
+  {
+    name: 'svc_sha256',
+    source: join(ROOT, 'native', 'sha256', 'svc_sha256.c'),
+    // -O3 unrolls the 16 round groups (about 15 % faster here than -O2).
+    cflags: ['-O3'],
+    without: 'hashes will use node:crypto',
+  },
+];
+
+/** Build one addon of {@link ADDONS}: its path, or why it cannot be built here. */
+function build({ name, source, pkg, cflags }, { force = false } = {}) {
+  const out = join(ROOT, 'native', 'build', `${name}.node`);
+  if (process.platform !== 'linux') return { reason: 'svc builds its addons on Linux only' };
+  if (!force && existsSync(out) && statSync(out).mtimeMs >= statSync(source).mtimeMs) return { addon: out };
   const headers = join(dirname(process.execPath), '..', 'include', 'node');
   if (!existsSync(join(headers, 'node_api.h'))) return { reason: `Node's headers are not at ${headers}` };
-  let flags;
-  try {
-    flags = execFileSync('pkg-config', ['--cflags', '--libs', 'fuse3'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split(/\s+/);
-  } catch {
-    return { reason: 'pkg-config finds no fuse3 (install libfuse3-dev and pkg-config)' };
+  let flags = [];
+  if (pkg) {
+    try {
+      flags = execFileSync('pkg-config', ['--cflags', '--libs', pkg], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split(/\s+/);
+    } catch {
+      return { reason: `pkg-config finds no ${pkg} (install lib${pkg}-dev and pkg-config)` };
+    }
   }
-  mkdirSync(dirname(OUT), { recursive: true });
-  const tmp = `${OUT}.${process.pid}.tmp`;
+  mkdirSync(dirname(out), { recursive: true });
+  const tmp = `${out}.${process.pid}.tmp`;
   try {
-    execFileSync('cc', ['-O2', '-fPIC', '-shared', '-pthread', '-Wall', `-I${headers}`, '-o', tmp, SOURCE, ...flags], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync('cc', [...cflags, '-fPIC', '-shared', '-Wall', `-I${headers}`, '-o', tmp, source, ...flags], { stdio: ['ignore', 'ignore', 'pipe'] });
   } catch (err) {
     const detail = err.code === 'ENOENT' ? 'no C compiler (install gcc)' : String(err.stderr ?? err).trim().split('\n').slice(0, 3).join(' ');
     return { reason: `cc failed: ${detail}` };
   }
-  renameSync(tmp, OUT); // atomic: a running daemon never loads a half-written file
-  return { addon: OUT };
+  renameSync(tmp, out); // atomic: a running daemon never loads a half-written file
+  return { addon: out };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const result = buildFuse3({ force: process.argv.includes('--force') });
-  if ('reason' in result && process.platform === 'linux') {
-    console.error(`svc: the libfuse 3 addon was not built (${result.reason}); FUSE mounts will use fuse-native (libfuse 2)`);
+  for (const addon of ADDONS) {
+    const result = build(addon, { force: process.argv.includes('--force') });
+    if ('reason' in result && process.platform === 'linux') {
+      console.error(`svc: the ${addon.name} addon was not built (${result.reason}); ${addon.without}`);
+    }
   }
 }

@@ -30,6 +30,7 @@ import { createRequire } from 'node:module';
 import type MimeTypes from 'mime-types';
 import picomatch from 'picomatch';
 import { createTwoFilesPatch } from 'diff';
+import { EtagAndChunks } from '../native/sha256.js';
 import type { BlobStore, MetadataStore, Table } from '../store/types.js';
 import type { EventBus, ChangeEvent } from '../core/events.js';
 import {
@@ -550,8 +551,8 @@ export class FsService {
     await this.#pastBarriers(opts);
     const settle = this.#check(opts, 'write', [p], false);
     try {
-      const etag = sha256(content);
-      return await this.#commitVersion(p, etag, content.byteLength, splitChunks(content, etag), opts);
+      const { etag, chunks } = splitChunks(content);
+      return await this.#commitVersion(p, etag, content.byteLength, chunks, opts);
     } finally {
       settle();
     }
@@ -1491,20 +1492,20 @@ function hashPieces(pieces: readonly ContentPiece[], knownEtag?: string): { etag
     }
     return { etag: knownEtag, size, chunks: pieces.map((c) => ({ hash: c.hash!, data: c.data, held: c.held })) };
   }
-  const whole = createHash('sha256');
+  const whole = new EtagAndChunks();
   const chunks: StoredPiece[] = [];
   let size = 0;
   for (const [i, piece] of pieces.entries()) {
     const data = typeof piece.data === 'function' ? piece.data() : piece.data;
     const n = data.byteLength;
     check(i, n);
-    whole.update(data);
     size += n;
     // A loaded piece is not kept: it is loaded again inside the commit if the store lacks it.
     if (piece.held && piece.hash === undefined) throw new Error(`writeChunks: held piece ${i} has no hash`);
-    chunks.push({ hash: piece.hash ?? sha256(data), data: piece.data, held: piece.held });
+    const own = piece.hash === undefined ? whole.add(data, true) : whole.add(data);
+    chunks.push({ hash: piece.hash ?? own!, data: piece.data, held: piece.held });
   }
-  const etag = whole.digest('hex');
+  const etag = whole.etag();
   // An empty file is one empty chunk, as write() stores it.
   if (chunks.length === 0) chunks.push({ hash: etag, data: new Uint8Array(0) });
   return { etag, size, chunks };
@@ -1521,14 +1522,19 @@ function inlineContent(size: number, pieces: readonly StoredPiece[]): ReturnType
   return encodeInline(typeof data === 'function' ? data() : data, INLINE_MAX_BYTES);
 }
 
-function splitChunks(content: Uint8Array, etag: string): { hash: string; data: Uint8Array }[] {
-  if (content.byteLength <= CHUNK_SIZE) return [{ hash: etag, data: content }];
-  const out: { hash: string; data: Uint8Array }[] = [];
+/** `content`'s etag and its chunks with their addresses (one pass over the bytes where svc's SHA-256 addon is). */
+function splitChunks(content: Uint8Array): { etag: string; chunks: { hash: string; data: Uint8Array }[] } {
+  if (content.byteLength <= CHUNK_SIZE) {
+    const etag = sha256(content);
+    return { etag, chunks: [{ hash: etag, data: content }] };
+  }
+  const whole = new EtagAndChunks();
+  const chunks: { hash: string; data: Uint8Array }[] = [];
   for (let off = 0; off < content.byteLength; off += CHUNK_SIZE) {
     const data = content.subarray(off, Math.min(off + CHUNK_SIZE, content.byteLength));
-    out.push({ hash: sha256(data), data });
+    chunks.push({ hash: whole.add(data, true), data });
   }
-  return out;
+  return { etag: whole.etag(), chunks };
 }
 
 function metadataOf(path: string, rec: EntryRecord): FileMetadata {

@@ -15,9 +15,14 @@
  * hash state of the last {@link KEPT_STATES} etags it finished, so a running etag can also start
  * from one of them ({@link ChunkHasher.resume}: a file appended to hashes only what it appends).
  * Any failure of the worker resolves to `undefined`: the commit then hashes as it did without it.
+ *
+ * The worker hashes with svc's SHA-256 addon where it is built and the CPU has the SHA extensions
+ * (src/native/sha256.ts): a chunk and the running etag it extends are then fed together, one pass
+ * over the bytes for both hashes instead of two. Elsewhere it uses node:crypto, with the same results.
  */
 import { Worker } from 'node:worker_threads';
 import { CHUNK_SIZE } from '../../fs/service.js';
+import { sha256AddonPath } from '../../native/sha256.js';
 
 /**
  * Chunk buffers kept for reuse. A fresh SharedArrayBuffer costs ~1–2 ms (allocation, zeroing, and
@@ -30,8 +35,30 @@ export const KEPT_STATES = 64;
 
 /** The worker's code (CommonJS, evaluated: works the same from src/ under tsx and from dist/). */
 const WORKER_SOURCE = `
-const { parentPort } = require('node:worker_threads');
+const { parentPort, workerData } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
+let addon;
+try {
+  addon = workerData.sha256 ? require(workerData.sha256) : undefined;
+  if (addon && !addon.supported()) addon = undefined;
+} catch {
+  addon = undefined;
+}
+// A hash state: svc's SHA-256 addon's (a Buffer; a chunk and the running etag fed together take
+// one pass over the bytes) or node:crypto's.
+const sha = addon ? {
+  engine: 'svc_sha256',
+  fresh: () => addon.init(),
+  feed: (a, b, data) => addon.update(a, b, data),
+  hex: (s) => addon.digest(s),
+  copy: (s) => Buffer.from(s),
+} : {
+  engine: 'node:crypto',
+  fresh: () => createHash('sha256'),
+  feed: (a, b, data) => { a.update(data); if (b) b.update(data); },
+  hex: (s) => s.digest('hex'),
+  copy: (s) => s.copy(),
+};
 const streams = new Map();
 // The state of each recent etag after its last byte (a copy taken before the digest), so a later
 // content that only appends to it resumes from there instead of hashing it all again.
@@ -44,10 +71,11 @@ const remember = (etag, state) => {
 const view = (m) => m.sab ? new Uint8Array(m.sab, m.offset, m.length) : m.data;
 parentPort.on('message', (m) => {
   try {
+    if (m.op === 'engine') return void parentPort.postMessage({ id: m.id, engine: sha.engine });
     if (m.op === 'drop') { streams.delete(m.stream); return; }
     if (m.op === 'resume') {
       const state = states.get(m.etag);
-      if (state) streams.set(m.stream, state.copy());
+      if (state) streams.set(m.stream, sha.copy(state));
       parentPort.postMessage({ id: m.id, resumed: state !== undefined });
       return;
     }
@@ -55,15 +83,17 @@ parentPort.on('message', (m) => {
     let stream;
     if (m.stream !== undefined) {
       stream = streams.get(m.stream);
-      if (!stream) { stream = createHash('sha256'); streams.set(m.stream, stream); }
-      if (data) stream.update(data);
+      if (!stream) { stream = sha.fresh(); streams.set(m.stream, stream); }
     }
-    const chunk = data && m.op !== 'feed' ? createHash('sha256').update(data).digest('hex') : undefined;
+    const own = data && m.op !== 'feed' ? sha.fresh() : undefined;
+    if (own) sha.feed(own, stream ?? null, data);
+    else if (data && stream) sha.feed(stream, null, data);
+    const chunk = own ? sha.hex(own) : undefined;
     let etag;
     if (m.op === 'finish') {
-      const whole = stream ?? createHash('sha256');
-      const state = whole.copy();
-      etag = whole.digest('hex');
+      const whole = stream ?? sha.fresh();
+      const state = sha.copy(whole);
+      etag = sha.hex(whole);
       streams.delete(m.stream);
       remember(etag, state);
     }
@@ -77,6 +107,7 @@ parentPort.on('message', (m) => {
 
 interface Reply {
   id: number;
+  engine?: HashEngine;
   chunk?: string;
   etag?: string;
   resumed?: boolean;
@@ -85,8 +116,13 @@ interface Reply {
 
 type Payload = { sab: SharedArrayBuffer; offset: number; length: number } | { data: Uint8Array };
 
+/** What the worker hashes with: svc's SHA-256 addon (src/native/sha256.ts) or node:crypto. */
+export type HashEngine = 'svc_sha256' | 'node:crypto';
+
 /** One worker thread shared by every open file of a mount. Started on first use. */
 export class ChunkHasher {
+  /** The addon's file for the worker to load, or undefined: node:crypto. */
+  readonly #sha256: string | undefined;
   #worker: Worker | undefined;
   #failed = false;
   #nextId = 1;
@@ -98,6 +134,11 @@ export class ChunkHasher {
   /** Released while in flight: pooled once the worker is done with them. */
   readonly #releasing = new Set<SharedArrayBuffer>();
   #bytesSent = 0;
+
+  /** `sha256`: the SHA-256 addon's file (default: the one built here, if any; undefined: node:crypto). */
+  constructor(opts: { sha256?: string | undefined } = { sha256: sha256AddonPath() }) {
+    this.#sha256 = opts.sha256;
+  }
 
   /**
    * A chunk buffer the worker can read without a copy (a SharedArrayBuffer, reused): zero-filled,
@@ -128,6 +169,11 @@ export class ChunkHasher {
   /** Buffers waiting in the pool (tests). */
   get pooled(): number {
     return this.#pool.length;
+  }
+
+  /** What the worker hashes with (undefined when it failed). */
+  engine(): Promise<HashEngine | undefined> {
+    return this.#send({ op: 'engine' }, undefined).then((r) => r?.engine);
   }
 
   /** SHA-256 of `data`; with `stream`, the bytes are also appended to that running etag. */
@@ -221,7 +267,7 @@ export class ChunkHasher {
     if (this.#failed) return undefined;
     if (this.#worker) return this.#worker;
     try {
-      const w = new Worker(WORKER_SOURCE, { eval: true });
+      const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { sha256: this.#sha256 } });
       w.unref();
       w.on('message', (r: Reply) => {
         const resolve = this.#waiting.get(r.id);
