@@ -34,6 +34,8 @@ export interface RemoteBackendOptions {
   url: string;
   apiKey?: string | undefined;
   log: Logger;
+  /** Injected for tests (the RPC calls; the change watch uses its own WebSocket). */
+  fetch?: typeof fetch;
 }
 
 function nodeOf(e: Wire<PosixEntry>): NodeInfo {
@@ -51,6 +53,13 @@ export class RemoteBackend implements FuseBackend {
   readonly #opts: RemoteBackendOptions;
   readonly #cache = new Map<string, { info: NodeInfo | undefined; at: number }>();
   readonly #listeners = new Set<(e: ChangeEvent) => void>();
+  /**
+   * Counts invalidations: change events, this mount's own changes, lost watches. An answer is
+   * cached only if none came while it was asked for: the daemon may have answered before a change
+   * whose event arrived first, and caching it would serve the old attributes after the event said
+   * they changed (until {@link ATTR_TTL_MS}, and the kernel's cache after that).
+   */
+  #generation = 0;
   #ws: WebSocket | undefined;
   #closed = false;
   #reconnect: NodeJS.Timeout | undefined;
@@ -58,7 +67,7 @@ export class RemoteBackend implements FuseBackend {
   constructor(opts: RemoteBackendOptions) {
     this.#opts = opts;
     this.description = opts.url;
-    this.#client = new SvcClient({ url: opts.url, apiKey: opts.apiKey });
+    this.#client = new SvcClient({ url: opts.url, apiKey: opts.apiKey, fetch: opts.fetch });
   }
 
   /** Check the daemon answers and serves the POSIX methods, and start watching its changes. */
@@ -80,19 +89,22 @@ export class RemoteBackend implements FuseBackend {
   async stat(path: string): Promise<NodeInfo | undefined> {
     const hit = this.#cache.get(path);
     if (hit && Date.now() - hit.at < ATTR_TTL_MS) return hit.info;
+    const generation = this.#generation;
     const e = await this.#call('stat', { path });
     const info = e ? nodeOf(e) : undefined;
-    this.#cache.set(path, { info, at: Date.now() });
+    if (generation === this.#generation) this.#cache.set(path, { info, at: Date.now() });
     return info;
   }
 
   async list(dir: string): Promise<[string, NodeInfo][]> {
+    const generation = this.#generation;
     const entries = await this.#call('readdir', { path: dir });
     const now = Date.now();
+    const fresh = generation === this.#generation;
     const prefix = dir === '/' ? 1 : dir.length + 1;
     return entries.map((e) => {
       const info = nodeOf(e);
-      this.#cache.set(e.path, { info, at: now });
+      if (fresh) this.#cache.set(e.path, { info, at: now });
       return [e.path.slice(prefix), info];
     });
   }
@@ -248,6 +260,7 @@ export class RemoteBackend implements FuseBackend {
   }
 
   #invalidate(path: string): void {
+    this.#generation++;
     this.#cache.delete(path);
     this.#cache.delete(parentOf(path));
   }
@@ -288,6 +301,7 @@ export class RemoteBackend implements FuseBackend {
       ws.on('error', (err) => this.#opts.log.debug({ err }, 'change watch connection error'));
       ws.on('close', () => {
         // Whatever happened while disconnected is unknown: forget every cached attribute.
+        this.#generation++;
         this.#cache.clear();
         if (!opened) resolve();
         if (this.#closed) return;
