@@ -115,6 +115,7 @@ typedef struct node_s {
   uint32_t changing;     /* unlinks and renames of it under way in JS (requests about it or below it wait: held_t) */
   uint32_t waiting;      /* unlinks and renames of it parked: requests about it or below it arriving meanwhile queue behind them */
   bool hidden;           /* renamed to .fuse_hidden… while open: unlinked at the last close */
+  bool hidden_rename;    /* hidden for a rename over it still under way: its last close leaves the name to the rename */
   /* auto_cache: the size and mtime last answered, and when. */
   bool cache_valid;
   /*
@@ -234,6 +235,7 @@ enum {
   K_HIDE_UNLINK,  /* an open file renamed to its hidden name instead of unlinked */
   K_HIDE_TARGET,  /* an open rename target hidden: the rename next */
   K_RENAME,
+  K_RENAME_HIDDEN, /* a rename over an open file closed meanwhile done: the hidden name goes */
   K_QUIET,        /* the kernel is not waiting (a release after an open it never saw) */
 };
 
@@ -1092,8 +1094,12 @@ static void advance(req_t *r, int code) {
     case K_RELEASE: {
       node_t *n = by_ino(m, r->ino);
       if (n && n->open_count > 0) n->open_count--;
-      if (n && n->hidden && n->open_count == 0) {
-        /* The last handle of a file unlinked while open: its hidden name goes now. */
+      if (n && n->hidden && n->open_count == 0 && !n->hidden_rename) {
+        /*
+         * The last handle of a file unlinked while open: its hidden name goes now. Hidden for a
+         * rename still under way, the rename decides (K_RENAME): failing, it gives the file its
+         * name back, and the kernel, which still names the file there, must find it.
+         */
         n->hidden = false;
         char *path = path_of(m, n, NULL);
         if (path) {
@@ -1143,7 +1149,8 @@ static void advance(req_t *r, int code) {
     }
     case K_HIDE_TARGET: {
       if (code < 0) { answer(r, code); return; }
-      hide(m, r->ino2, r->name2, r->hidden);
+      node_t *h = hide(m, r->ino2, r->name2, r->hidden);
+      if (h) h->hidden_rename = true;
       /* Now the rename itself: path and path2 were kept aside in text and data. */
       free(r->path);
       free(r->path2);
@@ -1156,6 +1163,10 @@ static void advance(req_t *r, int code) {
       return;
     }
     case K_RENAME: {
+      /* The open target hidden for this rename (K_HIDE_TARGET), if any. */
+      node_t *to_dir = r->hidden ? by_ino(m, r->ino2) : NULL;
+      node_t *h = to_dir ? by_name(m, to_dir, r->hidden) : NULL;
+      if (h) h->hidden_rename = false;
       if (code == 0) {
         node_t *from = by_ino(m, r->ino), *to = by_ino(m, r->ino2);
         node_t *n = from ? by_name(m, from, r->name) : NULL;
@@ -1166,19 +1177,35 @@ static void advance(req_t *r, int code) {
             if (there) node_unlink(m, there);
           }
         }
-      } else if (r->hidden) {
+        if (h && h->hidden && h->open_count == 0) {
+          /* Replaced, and its last handle closed while the rename was under way: its hidden name goes now. */
+          char *path = path_of(m, h, NULL);
+          if (path) {
+            h->hidden = false;
+            free(r->path);
+            r->path = path;
+            r->saved = code;
+            ask(r, OP_UNLINK, K_RENAME_HIDDEN);
+            return;
+          }
+        }
+      } else if (h) {
         /*
          * The rename over an open file failed after the file was hidden (K_HIDE_TARGET): it takes
-         * its name back, as the operations give it back its path (transports/fuse/operations).
+         * its name back, as the operations give it back its path (transports/fuse/operations),
+         * also when its last handle closed meanwhile.
          */
-        node_t *to = by_ino(m, r->ino2);
-        node_t *h = to ? by_name(m, to, r->hidden) : NULL;
-        if (h) {
-          node_move(m, h, to, r->name2);
-          h->hidden = false;
-        }
+        node_move(m, h, to_dir, r->name2);
+        h->hidden = false;
       }
       answer(r, code);
+      return;
+    }
+    case K_RENAME_HIDDEN: {
+      node_t *to_dir = by_ino(m, r->ino2);
+      node_t *h = to_dir ? by_name(m, to_dir, r->hidden) : NULL;
+      if (code == 0 && h) node_unlink(m, h);
+      answer(r, r->saved);
       return;
     }
     case K_QUIET:

@@ -2,12 +2,16 @@
  * @module test/fuse/binding-held
  * The libfuse 3 binding's bookkeeping around requests JS is slow to answer, through the kernel,
  * with a small in-memory file system (written to a temporary directory at run time) whose renames
- * of names containing "slowren" answer late:
+ * of names containing "slowren" answer late, and of names containing "failren" fail late:
  * - a request held behind an unlink or rename (a stat or close of a file below a directory being
  *   renamed) is answered within the mount's request timeout even when JS answers the rename much
  *   later: it used to wait for that answer, unkillable (D state), forever if it never came;
- * - NativeMount.unmount() called twice: both calls settle (the first used to hang).
- * Found in a review of the binding; both tests failed before.
+ * - NativeMount.unmount() called twice: both calls settle (the first used to hang);
+ * - a rename over an open file slower than the request timeout, the file closed meanwhile: the file
+ *   keeps a name until the rename settles (its hidden name was unlinked at the close, and when the
+ *   rename failed, opening the file at its path answered ENOENT until the kernel's cache expired);
+ *   one that succeeds unlinks the hidden name once it is done.
+ * Found in reviews of the binding; each test failed before its fix.
  */
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -35,6 +39,7 @@ const E = constants.errno;
 const say = (line) => process.stdout.write(line + '\\n');
 const files = new Map([['/', { mode: 0o040755, data: Buffer.alloc(0) }]]);
 const handles = new Map();
+const hides = new Map();
 let nextFd = 10;
 const statOf = (e) => ({ mode: e.mode, uid: 0, gid: 0, size: e.data.length, nlink: 1, mtime: 0, atime: 0, ctime: 0 });
 const parent = (p) => p.slice(0, p.lastIndexOf('/')) || '/';
@@ -53,13 +58,27 @@ const ops = {
   truncate: (_p, _s, cb) => ok(cb), ftruncate: (_p, _fd, _s, cb) => ok(cb),
   flush: (_p, _fd, cb) => ok(cb), fsync: (_p, _d, _fd, cb) => ok(cb), fsyncdir: (_p, _d, _fd, cb) => ok(cb),
   release: (_p, fd, cb) => { handles.delete(fd); cb(0); },
-  unlink: (p, cb) => cb(files.delete(p) ? 0 : -E.ENOENT),
+  unlink: (p, cb) => { if (p.includes('.fuse_hidden')) say('unlinked ' + p); cb(files.delete(p) ? 0 : -E.ENOENT); },
   rename: (src, dest, cb) => {
+    // A hide (the binding renaming an open target aside) is remembered, to be undone as svc's
+    // operations undo it when the rename it was for fails (even if the hidden name was unlinked).
+    if (dest.includes('.fuse_hidden')) hides.set(dest, { from: src, entry: files.get(src) });
     const run = () => {
       say('renamed ' + src + ' ' + dest);
       for (const [p, f] of [...files]) if (p === src || p.startsWith(src + '/')) { files.delete(p); files.set(dest + p.slice(src.length), f); }
       cb(0);
     };
+    const fail = () => {
+      for (const [hidden, { from, entry }] of hides) {
+        if (from !== dest) continue;
+        files.delete(hidden);
+        files.set(from, entry);
+        hides.delete(hidden);
+      }
+      say('refused ' + src + ' ' + dest);
+      cb(-E.EACCES);
+    };
+    if (src.includes('failren')) return void setTimeout(fail, Number(slowArg));
     if (src.includes('slowren')) return void setTimeout(run, Number(slowArg));
     run();
   },
@@ -132,6 +151,45 @@ mv.wait()
 "`, { timeoutMs: slowMs * 3 });
     const took = Number(out.trim());
     t.ok(took < TIMEOUT_MS * 2, `fstat answered in ${took} ms (the mount's timeout is ${TIMEOUT_MS} ms; the rename took ${slowMs} ms in JS)`);
+  });
+
+  t.test('a rename over an open file that outlasts the timeout keeps the file, closed meanwhile, at a name', async (t) => {
+    // A rename over an open file waits while JS does it; a close of the file meanwhile waits
+    // behind it (held_t), up to the request timeout. Past it, the close ran and unlinked the
+    // hidden name while the rename was still under way: when the rename then failed, the kernel
+    // still named the file at its path, and opening it answered ENOENT until its cache expired.
+    // The hidden name now stays until the rename settles; it goes after a rename that succeeded.
+    const slowMs = TIMEOUT_MS * 3;
+    const { probe, mnt } = await startProbe(t, slowMs);
+    await shOk(`touch ${mnt}/failren-a ${mnt}/b ${mnt}/slowren-c ${mnt}/d`);
+    const out = await shOk(`python3 -c "
+import os, time, subprocess
+def opens(name):
+    try:
+        os.close(os.open('${mnt}/' + name, os.O_RDONLY))
+        return 'opens'
+    except OSError as e:
+        return e.strerror
+def over(src, dst):
+    fd = os.open('${mnt}/' + dst, os.O_RDONLY)
+    mv = subprocess.Popen(['mv', '-T', '${mnt}/' + src, '${mnt}/' + dst], stderr=subprocess.DEVNULL)
+    time.sleep(0.1)  # the target hidden, the rename under way in JS
+    os.close(fd)     # its last close, meanwhile: held, then run once the timeout has passed
+    mv.wait()        # answered ETIMEDOUT, JS still at it
+    print(dst, opens(dst))
+    time.sleep(${(slowMs * 1.5) / 1000})  # JS done
+    print(dst, opens(dst))
+over('failren-a', 'b')
+over('slowren-c', 'd')
+print(sorted(n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')))
+"`, { timeoutMs: slowMs * 20 });
+    t.same(out.trim().split('\n'), ['b opens', 'b opens', 'd opens', 'd opens', '[]'],
+      'b opens while the failing rename is under way and after it failed; d after its rename; no hidden name left');
+    const refused = probe.lines.indexOf('refused /failren-a /b');
+    t.ok(refused > 0, 'the rename reached JS and failed there');
+    t.notOk(probe.lines.slice(0, refused).some((l) => l.startsWith('unlinked ')), 'no hidden name was unlinked while the failing rename was under way');
+    const renamed = probe.lines.indexOf('renamed /slowren-c /d');
+    t.ok(renamed > 0 && probe.lines.slice(renamed).some((l) => l.startsWith('unlinked /.fuse_hidden')), 'the replaced file\'s hidden name was unlinked after its rename');
   });
 
   t.test('unmount() called twice: both calls settle', async (t) => {
