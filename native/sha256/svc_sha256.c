@@ -143,6 +143,7 @@ static void blocks2(uint32_t ha[8], uint32_t hb[8], const uint8_t *p, size_t n) 
 static int supported = -1;
 
 static void feed1(struct state *s, const uint8_t *p, size_t n) {
+  if (n == 0) return; /* p may be NULL (an empty or detached array) */
   s->total += n;
   if (s->buflen > 0) {
     size_t take = 64 - s->buflen < n ? 64 - s->buflen : n;
@@ -161,6 +162,7 @@ static void feed1(struct state *s, const uint8_t *p, size_t n) {
 
 /* Both states in one pass where both are at a block boundary (the usual case: a chunk starts one). */
 static void feed2(struct state *a, struct state *b, const uint8_t *p, size_t n) {
+  if (n == 0) return;
   if (a->buflen > 0 || b->buflen > 0) {
     feed1(a, p, n);
     feed1(b, p, n);

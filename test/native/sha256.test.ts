@@ -91,6 +91,14 @@ t.test('the addon against node:crypto', { skip: addon ? false : 'svc_sha256 is n
   a.update(w, null, wide);
   t.equal(a.digest(w), sha256(new Uint8Array(wide.buffer)), 'a Float64Array, as its bytes');
 
+  const detached = new ArrayBuffer(16);
+  const view = new Uint8Array(detached);
+  structuredClone(detached, { transfer: [detached] });
+  const e = a.init();
+  a.update(e, a.init(), view);
+  a.update(e, null, new Uint8Array(0));
+  t.equal(a.digest(e), sha256(Buffer.alloc(0)), 'empty and detached arrays add nothing');
+
   t.throws(() => a.update(Buffer.alloc(112), null, content), /not a state/, 'a buffer that is not a state');
   t.throws(() => a.update(etag, etag, content), /same buffer/, 'one state twice');
   t.throws(() => a.update(etag, null, 'text' as unknown as Uint8Array), /Buffer or a TypedArray/, 'a string');
