@@ -115,7 +115,11 @@ typedef struct node_s {
   uint32_t changing;     /* unlinks and renames of it under way in JS (requests about it or below it wait: held_t) */
   uint32_t waiting;      /* unlinks and renames of it parked: requests about it or below it arriving meanwhile queue behind them */
   bool hidden;           /* renamed to .fuse_hidden… while open: unlinked at the last close */
-  bool hidden_rename;    /* hidden for a rename over it still under way: its last close leaves the name to the rename */
+  /*
+   * Renames over it under way since it was hidden for them (K_HIDE_TARGET): its last close leaves
+   * the hidden name to them, and the node is kept (even once the kernel forgets it) until they settle.
+   */
+  uint32_t hiding_renames;
   /* auto_cache: the size and mtime last answered, and when. */
   bool cache_valid;
   /*
@@ -264,6 +268,7 @@ typedef struct req_s {
   fuse_ino_t ino2; /* a rename's new parent and name */
   char *name2;
   char *hidden;    /* the hidden name chosen for an open file */
+  fuse_ino_t hidden_ino; /* the open rename target hidden for this rename (0: none) */
   struct fuse_file_info fi;
   bool has_fi;
   struct stat attr; /* setattr's wanted attributes */
@@ -404,7 +409,7 @@ static node_t *name_remove(mount_t *m, node_t *n) {
 
 /* Free `n` (and then perhaps its parents) once nothing needs it any more. */
 static void node_release(mount_t *m, node_t *n) {
-  while (n && n != m->root && n->nlookup == 0 && n->children == 0 && n->open_count == 0) {
+  while (n && n != m->root && n->nlookup == 0 && n->children == 0 && n->open_count == 0 && n->hiding_renames == 0) {
     node_t *parent = name_remove(m, n);
     ino_remove(m, n);
     free(n);
@@ -1094,7 +1099,7 @@ static void advance(req_t *r, int code) {
     case K_RELEASE: {
       node_t *n = by_ino(m, r->ino);
       if (n && n->open_count > 0) n->open_count--;
-      if (n && n->hidden && n->open_count == 0 && !n->hidden_rename) {
+      if (n && n->hidden && n->open_count == 0 && n->hiding_renames == 0) {
         /*
          * The last handle of a file unlinked while open: its hidden name goes now. Hidden for a
          * rename still under way, the rename decides (K_RENAME): failing, it gives the file its
@@ -1150,7 +1155,10 @@ static void advance(req_t *r, int code) {
     case K_HIDE_TARGET: {
       if (code < 0) { answer(r, code); return; }
       node_t *h = hide(m, r->ino2, r->name2, r->hidden);
-      if (h) h->hidden_rename = true;
+      if (h) {
+        h->hiding_renames++;
+        r->hidden_ino = h->ino;
+      }
       /* Now the rename itself: path and path2 were kept aside in text and data. */
       free(r->path);
       free(r->path2);
@@ -1163,33 +1171,39 @@ static void advance(req_t *r, int code) {
       return;
     }
     case K_RENAME: {
-      /* The open target hidden for this rename (K_HIDE_TARGET), if any. */
-      node_t *to_dir = r->hidden ? by_ino(m, r->ino2) : NULL;
-      node_t *h = to_dir ? by_name(m, to_dir, r->hidden) : NULL;
-      if (h) h->hidden_rename = false;
+      /*
+       * The open target hidden for this rename (K_HIDE_TARGET), if any: found by its node id, as
+       * it may have been hidden again, moved to the root with its directory's removal, or
+       * forgotten by the kernel since (hiding_renames kept it).
+       */
+      node_t *h = r->hidden_ino ? by_ino(m, r->hidden_ino) : NULL;
+      r->hidden_ino = 0;
+      if (h && h->hiding_renames > 0) h->hiding_renames--;
+      node_t *to_dir = by_ino(m, r->ino2);
       if (code == 0) {
-        node_t *from = by_ino(m, r->ino), *to = by_ino(m, r->ino2);
+        node_t *from = by_ino(m, r->ino);
         node_t *n = from ? by_name(m, from, r->name) : NULL;
-        if (to) {
-          if (n) node_move(m, n, to, r->name2);
+        if (to_dir) {
+          if (n) node_move(m, n, to_dir, r->name2);
           else {
-            node_t *there = by_name(m, to, r->name2);
+            node_t *there = by_name(m, to_dir, r->name2);
             if (there) node_unlink(m, there);
           }
         }
-        if (h && h->hidden && h->open_count == 0) {
+        if (h && h->hidden && h->open_count == 0 && h->hiding_renames == 0) {
           /* Replaced, and its last handle closed while the rename was under way: its hidden name goes now. */
-          char *path = path_of(m, h, NULL);
+          char *path = h->name ? path_of(m, h, NULL) : NULL;
           if (path) {
             h->hidden = false;
             free(r->path);
             r->path = path;
             r->saved = code;
+            r->hidden_ino = h->ino;
             ask(r, OP_UNLINK, K_RENAME_HIDDEN);
             return;
           }
         }
-      } else if (h) {
+      } else if (h && h->hidden && h->hiding_renames == 0 && to_dir && (to_dir == m->root || to_dir->name)) {
         /*
          * The rename over an open file failed after the file was hidden (K_HIDE_TARGET): it takes
          * its name back, as the operations give it back its path (transports/fuse/operations),
@@ -1198,13 +1212,14 @@ static void advance(req_t *r, int code) {
         node_move(m, h, to_dir, r->name2);
         h->hidden = false;
       }
+      node_release(m, h);
       answer(r, code);
       return;
     }
     case K_RENAME_HIDDEN: {
-      node_t *to_dir = by_ino(m, r->ino2);
-      node_t *h = to_dir ? by_name(m, to_dir, r->hidden) : NULL;
+      node_t *h = by_ino(m, r->hidden_ino);
       if (code == 0 && h) node_unlink(m, h);
+      else node_release(m, h);
       answer(r, r->saved);
       return;
     }

@@ -218,7 +218,8 @@ static void *state_of(napi_env env, napi_value v, struct state *out) {
   if (napi_is_buffer(env, v, &is_buffer) != napi_ok || !is_buffer) return NULL;
   if (napi_get_buffer_info(env, v, &data, &len) != napi_ok || len != STATE_BYTES) return NULL;
   memcpy(out, data, STATE_BYTES);
-  return out->magic == STATE_MAGIC ? data : NULL;
+  /* JS can write into it: a state whose buffered length is out of range is refused, not used. */
+  return out->magic == STATE_MAGIC && out->buflen < 64 ? data : NULL;
 }
 
 /* The bytes of a Buffer or any TypedArray (also on a SharedArrayBuffer). */

@@ -10,7 +10,9 @@
  * - a rename over an open file slower than the request timeout, the file closed meanwhile: the file
  *   keeps a name until the rename settles (its hidden name was unlinked at the close, and when the
  *   rename failed, opening the file at its path answered ENOENT until the kernel's cache expired);
- *   one that succeeds unlinks the hidden name once it is done.
+ *   one that succeeds unlinks the hidden name once it is done; so it does when the kernel forgot
+ *   the file meanwhile, when its directory was removed meanwhile (its hidden name moved to the
+ *   root), and when the hidden file was renamed over (hidden) again meanwhile.
  * Found in reviews of the binding; each test failed before its fix.
  */
 import t from 'tap';
@@ -62,7 +64,12 @@ const ops = {
   rename: (src, dest, cb) => {
     // A hide (the binding renaming an open target aside) is remembered, to be undone as svc's
     // operations undo it when the rename it was for fails (even if the hidden name was unlinked).
-    if (dest.includes('.fuse_hidden')) hides.set(dest, { from: src, entry: files.get(src) });
+    // A file hidden again keeps the name it was first hidden from.
+    if (dest.includes('.fuse_hidden') && files.has(src)) {
+      const earlier = hides.get(src);
+      hides.delete(src);
+      hides.set(dest, { from: earlier ? earlier.from : src, entry: files.get(src) });
+    }
     const run = () => {
       say('renamed ' + src + ' ' + dest);
       for (const [p, f] of [...files]) if (p === src || p.startsWith(src + '/')) { files.delete(p); files.set(dest + p.slice(src.length), f); }
@@ -85,7 +92,7 @@ const ops = {
   link: (_s, _d, cb) => cb(-E.EPERM), mknod: (_p, _m, _d, cb) => cb(-E.EPERM), symlink: (_t, _p, cb) => cb(-E.EPERM),
   readlink: (_p, cb) => cb(-E.EINVAL),
   mkdir: (p, mode, cb) => { files.set(p, { mode: 0o040000 | mode, data: Buffer.alloc(0) }); cb(0); },
-  rmdir: (p, cb) => cb(files.delete(p) ? 0 : -E.ENOENT),
+  rmdir: (p, cb) => { say('rmdir ' + p); cb(files.delete(p) ? 0 : -E.ENOENT); },
   chmod: (_p, _m, cb) => ok(cb), chown: (_p, _u, _g, cb) => ok(cb), utimens: (_p, _a, _m, cb) => ok(cb),
 };
 const mount = new NativeMount(dir, ops, { cacheSeconds: 0.5, defaultPermissions: true, fsname: 'svc:review', requestTimeoutMs: Number(timeoutArg), spinMicros: 30 });
@@ -190,6 +197,85 @@ print(sorted(n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')))
     t.notOk(probe.lines.slice(0, refused).some((l) => l.startsWith('unlinked ')), 'no hidden name was unlinked while the failing rename was under way');
     const renamed = probe.lines.indexOf('renamed /slowren-c /d');
     t.ok(renamed > 0 && probe.lines.slice(renamed).some((l) => l.startsWith('unlinked /.fuse_hidden')), 'the replaced file\'s hidden name was unlinked after its rename');
+  });
+
+  const hiddenUnlinks = (lines: string[]) => lines.filter((l) => l.startsWith('unlinked /') && l.includes('.fuse_hidden'));
+
+  t.test('a rename over an open file that the kernel forgets before the rename settles still unlinks its hidden name', async (t) => {
+    // Past the timeout, d's last close leaves the hidden name to the rename; a lookup of d after
+    // the entry cache expired makes the kernel forget d's node. The binding used to free the node
+    // then, and the rename, finding no node by the hidden name, never unlinked it (from a review).
+    const slowMs = TIMEOUT_MS * 6;
+    const { probe, mnt } = await startProbe(t, slowMs);
+    await shOk(`touch ${mnt}/slowren-c ${mnt}/d`);
+    const out = await shOk(`python3 -c "
+import os, time, subprocess
+fd = os.open('${mnt}/d', os.O_RDONLY)
+mv = subprocess.Popen(['mv', '-T', '${mnt}/slowren-c', '${mnt}/d'], stderr=subprocess.DEVNULL)
+time.sleep(0.1)
+os.close(fd)
+mv.wait()
+time.sleep(0.7)  # the entry cache (0.5 s) expired
+try:
+    os.stat('${mnt}/d')
+except OSError:
+    pass
+time.sleep(${(slowMs * 1.5) / 1000})  # the rename is done in JS
+print(sorted(n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')))
+"`, { timeoutMs: slowMs * 20 });
+    t.ok(probe.lines.includes('renamed /slowren-c /d'), 'the rename succeeded in JS');
+    t.equal(hiddenUnlinks(probe.lines).length, 1, 'the replaced file\'s hidden name was unlinked');
+    t.equal(out.trim(), '[]', 'no hidden name is left');
+  });
+
+  t.test('a rename over an open file whose directory is removed before the rename settles: its last close unlinks the hidden name', async (t) => {
+    // The removal moves the hidden name to the root (rehome_hidden); the rename used to look the
+    // file up under its old directory, miss it, and leave it marked for good (from a review).
+    const slowMs = TIMEOUT_MS * 3;
+    const { probe, mnt } = await startProbe(t, slowMs);
+    await shOk(`mkdir ${mnt}/sub && touch ${mnt}/slowren-c ${mnt}/sub/d`);
+    await shOk(`python3 -c "
+import os, time, subprocess
+fd = os.open('${mnt}/sub/d', os.O_RDONLY)
+mv = subprocess.Popen(['mv', '-T', '${mnt}/slowren-c', '${mnt}/sub/d'], stderr=subprocess.DEVNULL)
+mv.wait()  # ETIMEDOUT, JS still renaming
+os.rmdir('${mnt}/sub')
+time.sleep(${(slowMs * 1.5) / 1000})  # the rename is done in JS
+os.close(fd)  # the last close: now the hidden name goes
+time.sleep(0.5)
+"`, { timeoutMs: slowMs * 20 });
+    t.ok(probe.lines.includes('rmdir /sub'), 'sub was removed');
+    t.ok(probe.lines.includes('renamed /slowren-c /sub/d'), 'the rename succeeded in JS');
+    t.same(hiddenUnlinks(probe.lines).map((l) => l.replace(/[0-9a-f]{16}$/, 'N')), ['unlinked /.fuse_hiddenN'], 'the hidden name, moved to the root, was unlinked at the last close');
+  });
+
+  t.test('a hidden file renamed over (hidden) again while the first rename is under way: the first rename keeps it', async (t) => {
+    // The second rename used to clear the first's mark (a flag, not a count): the last close then
+    // unlinked the hidden name under the first rename, and its failure named another node d.
+    const slowMs = TIMEOUT_MS * 6;
+    const { probe, mnt } = await startProbe(t, slowMs);
+    await shOk(`touch ${mnt}/failren-a ${mnt}/b ${mnt}/d`);
+    const out = await shOk(`python3 -c "
+import os, time, subprocess
+def opens(name):
+    try:
+        os.close(os.open('${mnt}/' + name, os.O_RDONLY))
+        return 'opens'
+    except OSError as e:
+        return e.strerror
+fd = os.open('${mnt}/d', os.O_RDONLY)
+mv = subprocess.Popen(['mv', '-T', '${mnt}/failren-a', '${mnt}/d'], stderr=subprocess.DEVNULL)
+mv.wait()  # ETIMEDOUT, JS still at it
+x = [n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')][0]
+subprocess.run(['mv', '-T', '${mnt}/b', '${mnt}/' + x], stderr=subprocess.DEVNULL)
+os.close(fd)  # d's last close, the first rename still under way
+time.sleep(${(slowMs * 1.5) / 1000})  # the first rename failed
+print('d', opens('d'))
+"`, { timeoutMs: slowMs * 20 });
+    const refused = probe.lines.indexOf('refused /failren-a /d');
+    t.ok(refused > 0, 'the first rename failed in JS');
+    t.same(probe.lines.slice(0, refused).filter((l) => l.startsWith('unlinked ')), [], 'no hidden name was unlinked while the failing rename was under way');
+    t.equal(out.trim(), 'd opens', 'd opens after the rename over it failed');
   });
 
   t.test('unmount() called twice: both calls settle', async (t) => {

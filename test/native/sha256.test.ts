@@ -103,6 +103,14 @@ t.test('the addon against node:crypto', { skip: addon ? false : 'svc_sha256 is n
   t.throws(() => a.update(etag, etag, content), /same buffer/, 'one state twice');
   t.throws(() => a.update(etag, null, 'text' as unknown as Uint8Array), /Buffer or a TypedArray/, 'a string');
   t.throws(() => a.digest(Buffer.alloc(3)), /not a state/, 'a digest of anything else');
+  // A state's bytes are JS's to write: one whose buffered length is out of range is refused (it
+  // made the addon copy past its buffers, found in a review).
+  for (const buffered of [64, 0x1000, 0xfffffff0]) {
+    const bad = a.init();
+    bad.writeUInt32LE(buffered, 40);
+    t.throws(() => a.update(bad, null, content), /not a state/, `update: ${buffered} bytes buffered`);
+    t.throws(() => a.digest(bad), /not a state/, `digest: ${buffered} bytes buffered`);
+  }
   t.equal(a.digest(etag), sha256(content), 'a refused update changes nothing');
 });
 
