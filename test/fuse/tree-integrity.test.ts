@@ -12,7 +12,8 @@
  * variant runs four such walkers at once, each in a directory of its own, so their requests,
  * batches and journal records interleave.
  *
- * SVC_FUSE_SEED and SVC_FUSE_STEPS override the seed and the number of steps.
+ * SVC_FUSE_SEED and SVC_FUSE_STEPS override the seed and the number of steps; SVC_FUSE_VARIANT (a part
+ * of a variant's name: "RPC", "remote", "four") runs only that variant.
  */
 import t from 'tap';
 import { createHash } from 'node:crypto';
@@ -22,10 +23,17 @@ import {
 } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fuseSkipReason, startMountedDaemon, startRemoteMount, tempDir, sh } from './harness.js';
+import { fuseBinding } from '../../src/native/fuse.js';
 import { seededRandom } from '../helpers/random.js';
 
 const skip = fuseSkipReason();
 if (skip) console.log(`# ${skip}`);
+/**
+ * On fuse-native (`SVC_FUSE_BINDING=fuse-native`) lookups skip the rename of a path onto itself:
+ * libfuse 2 never answers one that reaches it (its path locks wait for themselves; docs/fuse.md,
+ * Limits), and the kernel passes one on when the name's entry was invalidated meanwhile.
+ */
+const SELF_RENAME = !skip && fuseBinding() !== 'fuse-native';
 
 const SEED = Number(process.env.SVC_FUSE_SEED ?? 20261125);
 const STEPS = Number(process.env.SVC_FUSE_STEPS ?? 1500);
@@ -123,7 +131,7 @@ class Walker {
       const st = await lstat(full).catch((err: NodeJS.ErrnoException) => err.code ?? String(err));
       // A rename onto itself is answered from the name the kernel holds, without asking the mount
       // (lstat asks it for the attributes): it shows a name the kernel still holds for something gone.
-      const held = await rename(full, full).then(() => 'held', (err: NodeJS.ErrnoException) => err.code ?? String(err));
+      const held = SELF_RENAME ? await rename(full, full).then(() => 'held', (err: NodeJS.ErrnoException) => err.code ?? String(err)) : 'not asked';
       return `lookup ${p}: ${typeof st === 'string' ? st : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'link' : 'file'}, ${held}`;
     }));
     const [m, p, ml, pl] = await Promise.all([
@@ -379,7 +387,10 @@ const VARIANTS = [
   { name: 'the daemon\'s mount, with changes through RPC between', remote: false, walkers: 1, steps: STEPS, killEvery: KILL_EVERY, rpc: true },
 ];
 
-for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name} match a plain directory${variant.killEvery ? ', across kill -9' : ''} (seed ${SEED}, ${variant.steps} steps${variant.walkers > 1 ? ' each' : ''})`, { skip }, async (t) => {
+/** `SVC_FUSE_VARIANT=rpc` (a part of a variant's name) runs only the variants it names (hunting a seed). */
+const ONLY = process.env.SVC_FUSE_VARIANT;
+
+for (const variant of VARIANTS.filter((v) => !ONLY || v.name.includes(ONLY))) t.test(`random tree operations on ${variant.name} match a plain directory${variant.killEvery ? ', across kill -9' : ''} (seed ${SEED}, ${variant.steps} steps${variant.walkers > 1 ? ' each' : ''})`, { skip }, async (t) => {
   const { steps, killEvery } = variant;
   const d = await startMountedDaemon(t);
   const served = variant.remote ? await startRemoteMount(t, d.url) : d;
@@ -409,7 +420,17 @@ for (const variant of VARIANTS) t.test(`random tree operations on ${variant.name
    */
   const check = async (w: Walker, when: string, later?: string[]) => {
     for (const deadline = Date.now() + (later ? 1000 : 0); ;) {
-      const [m, p] = await w.snapshots(later);
+      // Within the second, a walk may also meet a name listed and gone when looked up (or the
+      // reverse) while the change reaches the kernel: that is tried again like a difference.
+      const snapshots = await w.snapshots(later).catch((err: Error) => {
+        if (Date.now() < deadline) return undefined;
+        throw err;
+      });
+      if (!snapshots) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        continue;
+      }
+      const [m, p] = snapshots;
       if (m.join('\n') === p.join('\n')) return true;
       if (Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 20));
