@@ -107,6 +107,14 @@ await mount.mount();
 say('ready ' + mount.binding);
 `;
 
+/** Python for the probe scripts: `opens(name)`, whether `name` in the mount opens ('opens') or why not. */
+const pyOpens = (mnt: string) => `def opens(name):
+    try:
+        os.close(os.open('${mnt}/' + name, os.O_RDONLY))
+        return 'opens'
+    except OSError as e:
+        return e.strerror`;
+
 interface Probe { child: ChildProcess; lines: string[]; exited: Promise<unknown> }
 
 async function startProbe(t: { teardown(fn: () => unknown): void }, slowMs: number): Promise<{ probe: Probe; mnt: string }> {
@@ -171,12 +179,7 @@ mv.wait()
     await shOk(`touch ${mnt}/failren-a ${mnt}/b ${mnt}/slowren-c ${mnt}/d`);
     const out = await shOk(`python3 -c "
 import os, time, subprocess
-def opens(name):
-    try:
-        os.close(os.open('${mnt}/' + name, os.O_RDONLY))
-        return 'opens'
-    except OSError as e:
-        return e.strerror
+${pyOpens(mnt)}
 def over(src, dst):
     fd = os.open('${mnt}/' + dst, os.O_RDONLY)
     mv = subprocess.Popen(['mv', '-T', '${mnt}/' + src, '${mnt}/' + dst], stderr=subprocess.DEVNULL)
@@ -257,12 +260,7 @@ time.sleep(0.5)
     await shOk(`touch ${mnt}/failren-a ${mnt}/b ${mnt}/d`);
     const out = await shOk(`python3 -c "
 import os, time, subprocess
-def opens(name):
-    try:
-        os.close(os.open('${mnt}/' + name, os.O_RDONLY))
-        return 'opens'
-    except OSError as e:
-        return e.strerror
+${pyOpens(mnt)}
 fd = os.open('${mnt}/d', os.O_RDONLY)
 mv = subprocess.Popen(['mv', '-T', '${mnt}/failren-a', '${mnt}/d'], stderr=subprocess.DEVNULL)
 mv.wait()  # ETIMEDOUT, JS still at it
