@@ -1174,25 +1174,31 @@ static void advance(req_t *r, int code) {
       /*
        * The open target hidden for this rename (K_HIDE_TARGET), if any: found by its node id, as
        * it may have been hidden again, moved to the root with its directory's removal, or
-       * forgotten by the kernel since (hiding_renames kept it).
+       * forgotten by the kernel since (hiding_renames keeps it). Its count drops only once the
+       * names below have moved: a move may unlink it (renamed back to the target name meanwhile),
+       * and the count keeps it from being freed while it is still used here.
        */
       node_t *h = r->hidden_ino ? by_ino(m, r->hidden_ino) : NULL;
       r->hidden_ino = 0;
-      if (h && h->hiding_renames > 0) h->hiding_renames--;
       node_t *to_dir = by_ino(m, r->ino2);
       if (code == 0) {
         node_t *from = by_ino(m, r->ino);
         node_t *n = from ? by_name(m, from, r->name) : NULL;
         if (to_dir) {
-          if (n) node_move(m, n, to_dir, r->name2);
-          else {
+          if (n) {
+            node_move(m, n, to_dir, r->name2);
+            n->hidden = false; /* a hidden file a program renamed is hidden no more: its close keeps the name */
+          } else {
             node_t *there = by_name(m, to_dir, r->name2);
             if (there) node_unlink(m, there);
           }
         }
-        if (h && h->hidden && h->open_count == 0 && h->hiding_renames == 0) {
+      }
+      if (h && h->hiding_renames > 0) h->hiding_renames--;
+      if (code == 0) {
+        if (h && h->hidden && h->name && h->open_count == 0 && h->hiding_renames == 0) {
           /* Replaced, and its last handle closed while the rename was under way: its hidden name goes now. */
-          char *path = h->name ? path_of(m, h, NULL) : NULL;
+          char *path = path_of(m, h, NULL);
           if (path) {
             h->hidden = false;
             free(r->path);
@@ -1203,14 +1209,16 @@ static void advance(req_t *r, int code) {
             return;
           }
         }
-      } else if (h && h->hidden && h->hiding_renames == 0 && to_dir && (to_dir == m->root || to_dir->name)) {
+      } else if (h && h->hidden && h->hiding_renames == 0) {
         /*
          * The rename over an open file failed after the file was hidden (K_HIDE_TARGET): it takes
          * its name back, as the operations give it back its path (transports/fuse/operations),
-         * also when its last handle closed meanwhile.
+         * also when its last handle closed meanwhile. Where its directory is gone, the operations
+         * stored it at its path all the same; here it is simply no longer hidden (nothing of its
+         * hidden name is left to unlink).
          */
-        node_move(m, h, to_dir, r->name2);
         h->hidden = false;
+        if (to_dir && (to_dir == m->root || to_dir->name)) node_move(m, h, to_dir, r->name2);
       }
       node_release(m, h);
       answer(r, code);

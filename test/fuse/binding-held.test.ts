@@ -12,7 +12,8 @@
  *   rename failed, opening the file at its path answered ENOENT until the kernel's cache expired);
  *   one that succeeds unlinks the hidden name once it is done; so it does when the kernel forgot
  *   the file meanwhile, when its directory was removed meanwhile (its hidden name moved to the
- *   root), and when the hidden file was renamed over (hidden) again meanwhile.
+ *   root), and when the hidden file was renamed over (hidden) again meanwhile; and the daemon
+ *   survives the file renamed back to its name, closed and forgotten meanwhile.
  * Found in reviews of the binding; each test failed before its fix.
  */
 import t from 'tap';
@@ -274,6 +275,38 @@ print('d', opens('d'))
     t.ok(refused > 0, 'the first rename failed in JS');
     t.same(probe.lines.slice(0, refused).filter((l) => l.startsWith('unlinked ')), [], 'no hidden name was unlinked while the failing rename was under way');
     t.equal(out.trim(), 'd opens', 'd opens after the rename over it failed');
+  });
+
+  t.test('a hidden file renamed back to its name, closed and forgotten before the rename over it settles: the daemon lives on', {
+    skip: process.getuid?.() === 0 ? false : 'drop_caches needs root',
+  }, async (t) => {
+    // The rename over it unlinked what stood at the target name, the file itself, and freed it;
+    // the binding then read the freed node and freed it again (the daemon aborted: from a review).
+    const slowMs = TIMEOUT_MS * 8;
+    const { probe, mnt } = await startProbe(t, slowMs);
+    await shOk(`touch ${mnt}/slowren-a ${mnt}/d`);
+    const r = await sh(`python3 -c "
+import os, time, subprocess
+fd = os.open('${mnt}/d', os.O_RDONLY)
+mv = subprocess.Popen(['mv', '-T', '${mnt}/slowren-a', '${mnt}/d'], stderr=subprocess.DEVNULL)
+mv.wait()  # ETIMEDOUT, JS still renaming; d is hidden
+x = [n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')][0]
+time.sleep(0.7)  # the entry cache (0.5 s) expired
+try:
+    os.stat('${mnt}/d')  # gone in JS: the kernel drops its entry for d
+except OSError:
+    pass
+os.rename('${mnt}/' + x, '${mnt}/d')  # the hidden file is named d again
+os.close(fd)  # its last close, left to the rename
+time.sleep(0.2)
+open('/proc/sys/vm/drop_caches', 'w').write('2')  # the kernel forgets the file
+time.sleep(${(slowMs * 1.5) / 1000})  # the slow rename is done in JS
+print(sorted(os.listdir('${mnt}')))
+"`, { timeoutMs: slowMs * 20 });
+    t.ok(probe.lines.includes('renamed /slowren-a /d'), 'the slow rename succeeded in JS');
+    t.equal(r.code, 0, `the mount answers after it: ${r.stderr.trim().split('\n').at(-1) ?? ''}`);
+    t.equal(probe.child.signalCode, null, 'the daemon was not killed by a signal');
+    t.equal(probe.child.exitCode, null, 'the daemon is still running');
   });
 
   t.test('unmount() called twice: both calls settle', async (t) => {
