@@ -83,10 +83,13 @@ export class MountProcess {
   #out = '';
   /** Port of a `serve` child (0 for a `mount` child). */
   port = 0;
+  /** The binding the child mounts with (default: SVC_FUSE_BINDING of this process, if set). */
+  readonly binding: string | undefined;
 
-  constructor(args: string[], mnt: string) {
+  constructor(args: string[], mnt: string, binding?: string) {
     this.args = args;
     this.mnt = mnt;
+    this.binding = binding;
   }
 
   get url(): string {
@@ -104,6 +107,7 @@ export class MountProcess {
   async start(): Promise<void> {
     // SVC_FUSE_BINDING passes through: test/fuse/fuse-native.test.ts runs scenarios on the fallback binding.
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SVC_') || k === 'SVC_FUSE_BINDING'));
+    if (this.binding) env.SVC_FUSE_BINDING = this.binding;
     const child = spawn(process.execPath, [BIN, ...this.args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.#child = child;
     const from = this.#out.length;
@@ -188,12 +192,14 @@ export interface DaemonMount extends MountProcess {
 }
 
 /** `svc serve --port P (0: any) --data-dir D --mount M` in a child process; cleaned up at teardown. */
-export async function startMountedDaemon(t: Teardown, opts: { dataDir?: string; mnt?: string; port?: number; extraArgs?: string[] } = {}): Promise<DaemonMount> {
+export async function startMountedDaemon(
+  t: Teardown, opts: { dataDir?: string; mnt?: string; port?: number; extraArgs?: string[]; binding?: 'libfuse3' | 'fuse-native' } = {},
+): Promise<DaemonMount> {
   const base = tempDir();
   const dataDir = opts.dataDir ?? join(base, 'data');
   const mnt = opts.mnt ?? join(base, 'mnt');
   const args = ['serve', '--host', '127.0.0.1', '--port', String(opts.port ?? 0), '--data-dir', dataDir, '--mount', mnt, '--log-level', 'warn', ...(opts.extraArgs ?? [])];
-  const proc = Object.assign(new MountProcess(args, mnt), { dataDir });
+  const proc = Object.assign(new MountProcess(args, mnt, opts.binding), { dataDir });
   t.teardown(async () => {
     await proc.cleanup();
     rmSync(base, { recursive: true, force: true });

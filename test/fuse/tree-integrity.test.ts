@@ -28,12 +28,8 @@ import { seededRandom } from '../helpers/random.js';
 
 const skip = fuseSkipReason();
 if (skip) console.log(`# ${skip}`);
-/**
- * On fuse-native (`SVC_FUSE_BINDING=fuse-native`) lookups skip the rename of a path onto itself:
- * libfuse 2 never answers one that reaches it (its path locks wait for themselves; docs/fuse.md,
- * Limits), and the kernel passes one on when the name's entry was invalidated meanwhile.
- */
-const SELF_RENAME = !skip && fuseBinding() !== 'fuse-native';
+/** The binding mounts use unless a variant names one (SVC_FUSE_BINDING=fuse-native runs them all on fuse-native). */
+const BINDING = skip ? undefined : fuseBinding();
 
 const SEED = Number(process.env.SVC_FUSE_SEED ?? 20261125);
 const STEPS = Number(process.env.SVC_FUSE_STEPS ?? 1500);
@@ -109,11 +105,24 @@ class Walker {
   readonly #random: () => number;
 
   readonly #rpc: RpcFace | undefined;
+  /**
+   * On fuse-native (libfuse 2): lookups do not rename a path onto itself (libfuse 2 never answers
+   * one that reaches it: its path locks wait for themselves), and no directory holding a file still
+   * open is removed or renamed over (libfuse 2 loses the hidden name of such a file unlinked while
+   * open: its descriptor answers ENOENT). Both are fuse-native's documented limits (docs/fuse.md).
+   */
+  readonly #libfuse2: boolean;
 
   /** `rpc`: a share of the steps go through RPC instead, and files are not held open. */
-  constructor(readonly roots: Record<Side, string>, seed: number, readonly name = '', rpc?: RpcFace) {
+  constructor(readonly roots: Record<Side, string>, seed: number, readonly name = '', rpc?: RpcFace, libfuse2 = false) {
     this.#random = seededRandom(seed);
     this.#rpc = rpc;
+    this.#libfuse2 = libfuse2;
+  }
+
+  /** On fuse-native, whether `dir` holds a file this walker holds open (see {@link #libfuse2}). */
+  #holdsOpen(dir: string): boolean {
+    return this.#libfuse2 && this.#handles.some((h) => h.path.startsWith(`${dir}/`));
   }
 
   /** The last steps, for a failure's report (SVC_FUSE_LOG_LINES of them, 30 unless set). */
@@ -131,7 +140,7 @@ class Walker {
       const st = await lstat(full).catch((err: NodeJS.ErrnoException) => err.code ?? String(err));
       // A rename onto itself is answered from the name the kernel holds, without asking the mount
       // (lstat asks it for the attributes): it shows a name the kernel still holds for something gone.
-      const held = SELF_RENAME ? await rename(full, full).then(() => 'held', (err: NodeJS.ErrnoException) => err.code ?? String(err)) : 'not asked';
+      const held = this.#libfuse2 ? 'not asked' : await rename(full, full).then(() => 'held', (err: NodeJS.ErrnoException) => err.code ?? String(err));
       return `lookup ${p}: ${typeof st === 'string' ? st : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'link' : 'file'}, ${held}`;
     }));
     const [m, p, ml, pl] = await Promise.all([
@@ -176,12 +185,14 @@ class Walker {
       outcome = await both((s) => mkdir(at(s, p)));
     } else if (r < 0.16) {
       const p = path();
+      if (this.#holdsOpen(p)) return undefined;
       what = `rmdir ${p}`;
       outcome = await both((s) => rmdir(at(s, p)));
       if (!outcome.code && !outcome.mismatch) unpin(p);
     } else if (r < 0.20) {
       // rm -r: unlinks and rmdirs bottom up, of things that may still be queued.
       const p = path();
+      if (this.#holdsOpen(p)) return undefined;
       what = `rm -r ${p}`;
       outcome = await both((s) => rm(at(s, p), { recursive: true }));
       if (!outcome.code && !outcome.mismatch) unpin(p);
@@ -212,6 +223,7 @@ class Walker {
       const from = path();
       // Half the renames go to a sibling: the common case (a temporary name onto the real one).
       const to = random() < 0.5 ? from.replace(/[^/]+$/, pick(NAMES)) : path();
+      if (this.#holdsOpen(to)) return undefined;
       what = `rename ${from} ${to}`;
       outcome = await both((s) => rename(at(s, from), at(s, to)));
       if (!outcome.code && !outcome.mismatch && from !== to) {
@@ -377,14 +389,17 @@ class Walker {
  * of it (`svc mount --remote-url`: every change through RPC), for half the steps, unkilled; and
  * four walkers at once on the daemon's mount, each in a directory of its own (their requests,
  * batches and journal records interleave), killed and started again every {@link KILL_EVERY} steps
- * of each; and the daemon's mount with three steps in ten taken through RPC instead (the mount
- * must show each within a second), killed like the first.
+ * of each; the daemon's mount with three steps in ten taken through RPC instead (the mount
+ * must show each within a second), killed like the first; and the daemon's mount on fuse-native
+ * (the fallback binding), for a third of the steps, killed like the first.
  */
 const VARIANTS = [
   { name: 'the daemon\'s mount', remote: false, walkers: 1, steps: STEPS, killEvery: KILL_EVERY },
   { name: 'a remote mount', remote: true, walkers: 1, steps: Math.ceil(STEPS / 2), killEvery: 0 },
   { name: 'the daemon\'s mount, four walkers at once', remote: false, walkers: 4, steps: Math.ceil(STEPS / 2), killEvery: KILL_EVERY },
   { name: 'the daemon\'s mount, with changes through RPC between', remote: false, walkers: 1, steps: STEPS, killEvery: KILL_EVERY, rpc: true },
+  // The fallback binding, within its documented limits (Walker's libfuse2).
+  { name: 'the daemon\'s mount on fuse-native', remote: false, walkers: 1, steps: Math.ceil(STEPS / 3), killEvery: KILL_EVERY, binding: 'fuse-native' as const },
 ];
 
 /** `SVC_FUSE_VARIANT=rpc` (a part of a variant's name) runs only the variants it names (hunting a seed). */
@@ -392,7 +407,9 @@ const ONLY = process.env.SVC_FUSE_VARIANT;
 
 for (const variant of VARIANTS.filter((v) => !ONLY || v.name.includes(ONLY))) t.test(`random tree operations on ${variant.name} match a plain directory${variant.killEvery ? ', across kill -9' : ''} (seed ${SEED}, ${variant.steps} steps${variant.walkers > 1 ? ' each' : ''})`, { skip }, async (t) => {
   const { steps, killEvery } = variant;
-  const d = await startMountedDaemon(t);
+  const binding = 'binding' in variant ? variant.binding : undefined;
+  const d = await startMountedDaemon(t, { binding });
+  const libfuse2 = (binding ?? BINDING) === 'fuse-native';
   const served = variant.remote ? await startRemoteMount(t, d.url) : d;
   const plainBase = tempDir('svc-fuse-plain-tree-');
   t.teardown(() => sh(`rm -rf '${plainBase}'`));
@@ -406,7 +423,7 @@ for (const variant of VARIANTS.filter((v) => !ONLY || v.name.includes(ONLY))) t.
     const roots = { mount: join(base.mount, sub), plain: join(base.plain, sub) };
     if (sub) await Promise.all([mkdir(roots.mount, { recursive: true }), mkdir(roots.plain, { recursive: true })]);
     const rpc = variant.rpc ? { call: (method: string, params: Record<string, unknown>) => d.rpc(method, params), root: `/t${sub ? `/${sub}` : ''}` } : undefined;
-    walkers.push(new Walker(roots, SEED + i, variant.walkers > 1 ? `w${i} ` : '', rpc));
+    walkers.push(new Walker(roots, SEED + i, variant.walkers > 1 ? `w${i} ` : '', rpc, libfuse2));
   }
   let failures = 0;
   let kills = 0;
