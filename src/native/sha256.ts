@@ -49,7 +49,7 @@ export function sha256Addon(): Sha256Addon | null {
   return load()?.addon ?? null;
 }
 
-/** The addon's file, for a worker thread to load it itself (undefined where {@link sha256Addon} is). */
+/** The addon's file, for a worker thread to load it itself (undefined where {@link sha256Addon} is null). */
 export function sha256AddonPath(): string | undefined {
   return load()?.path;
 }
