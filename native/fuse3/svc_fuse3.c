@@ -933,15 +933,23 @@ static char *hidden_name(mount_t *m, fuse_ino_t ino) {
   return s;
 }
 
-/* JS renamed `name` in `parent` to `hidden`: the node follows, marked to go at its last close. */
-static node_t *hide(mount_t *m, fuse_ino_t parent, const char *name, const char *hidden) {
+/*
+ * `n` is about to be hidden for `r` (an unlink or a rename over it while it is open): the request
+ * keeps it by id, and its count keeps it in the table (even once the kernel forgets it, should the
+ * hide outlast the request timeout and its last close come meanwhile) until the hide, and for a
+ * rename the rename too, has settled.
+ */
+static void keep_for_hide(req_t *r, node_t *n) {
+  n->hiding_renames++;
+  r->hidden_ino = n->ino;
+}
+
+/* JS renamed node `n` in `parent` to `hidden`: the node follows, marked to go at its last close. */
+static void hide(mount_t *m, fuse_ino_t parent, node_t *n, const char *hidden) {
   node_t *p = by_ino(m, parent);
-  node_t *n = p ? by_name(m, p, name) : NULL;
-  if (n) {
-    node_move(m, n, p, hidden);
-    n->hidden = true;
-  }
-  return n;
+  if (!n || !p) return;
+  node_move(m, n, p, hidden);
+  n->hidden = true;
 }
 
 
@@ -1135,9 +1143,16 @@ static void advance(req_t *r, int code) {
       return;
     }
     case K_HIDE_UNLINK: {
-      if (code < 0) { answer(r, code); return; }
-      node_t *n = hide(m, r->ino, r->name, r->hidden);
-      if (n && n->open_count == 0) {
+      node_t *n = by_ino(m, r->hidden_ino);
+      r->hidden_ino = 0;
+      if (n && n->hiding_renames > 0) n->hiding_renames--;
+      if (code < 0) {
+        node_release(m, n);
+        answer(r, code);
+        return;
+      }
+      hide(m, r->ino, n, r->hidden);
+      if (n && n->open_count == 0 && n->hiding_renames == 0) {
         /* Closed meanwhile: the hidden name goes at once. */
         n->hidden = false;
         free(r->name);
@@ -1153,12 +1168,15 @@ static void advance(req_t *r, int code) {
       return;
     }
     case K_HIDE_TARGET: {
-      if (code < 0) { answer(r, code); return; }
-      node_t *h = hide(m, r->ino2, r->name2, r->hidden);
-      if (h) {
-        h->hiding_renames++;
-        r->hidden_ino = h->ino;
+      node_t *h = by_ino(m, r->hidden_ino);
+      if (code < 0) {
+        r->hidden_ino = 0;
+        if (h && h->hiding_renames > 0) h->hiding_renames--;
+        node_release(m, h);
+        answer(r, code);
+        return;
       }
+      hide(m, r->ino2, h, r->hidden); /* kept (keep_for_hide) until K_RENAME */
       /* Now the rename itself: path and path2 were kept aside in text and data. */
       free(r->path);
       free(r->path2);
@@ -1470,6 +1488,7 @@ static void remove_entry(fuse_req_t fr, fuse_ino_t parent, const char *name, int
     r->path2 = r->hidden ? path_of(m, p, r->hidden) : NULL;
     if (!r->path2) { answer(r, r->hidden ? -path_errno(m, p) : -ENOMEM); return; }
     r->n[0] = HIDE_FOR_UNLINK;
+    keep_for_hide(r, n);
     ask(r, OP_RENAME, K_HIDE_UNLINK);
     return;
   }
@@ -1533,6 +1552,7 @@ static void ll_rename(fuse_req_t fr, fuse_ino_t parent, const char *name, fuse_i
     r->path2 = hidden_path;
     if (!r->path) { answer(r, -ENOMEM); return; }
     r->n[0] = HIDE_FOR_RENAME;
+    keep_for_hide(r, target);
     ask(r, OP_RENAME, K_HIDE_TARGET);
     return;
   }

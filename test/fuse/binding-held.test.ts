@@ -13,7 +13,9 @@
  *   one that succeeds unlinks the hidden name once it is done; so it does when the kernel forgot
  *   the file meanwhile, when its directory was removed meanwhile (its hidden name moved to the
  *   root), and when the hidden file was renamed over (hidden) again meanwhile; and the daemon
- *   survives the file renamed back to its name, closed and forgotten meanwhile.
+ *   survives the file renamed back to its name, closed and forgotten meanwhile; and a hide (of an
+ *   unlink or a rename over an open file) slower than the timeout keeps the file, closed and
+ *   forgotten meanwhile, until its hidden name is unlinked.
  * Found in reviews of the binding; each test failed before its fix.
  */
 import t from 'tap';
@@ -277,9 +279,51 @@ print('d', opens('d'))
     t.equal(out.trim(), 'd opens', 'd opens after the rename over it failed');
   });
 
-  t.test('a hidden file renamed back to its name, closed and forgotten before the rename over it settles: the daemon lives on', {
-    skip: process.getuid?.() === 0 ? false : 'drop_caches needs root',
-  }, async (t) => {
+  const asRoot = { skip: process.getuid?.() === 0 ? false : 'drop_caches needs root' };
+
+  t.test('a hide that outlasts the timeout, the file closed and forgotten meanwhile: a rename over it still unlinks its hidden name', asRoot, async (t) => {
+    // The target's name contains "slowren": its hide (renamed aside) answers late. The node was
+    // kept only from the hide's answer on, so the kernel's forget freed it first, and the hide,
+    // then the rename, found nothing to unlink (a third review).
+    const slowMs = TIMEOUT_MS * 6;
+    const { probe, mnt } = await startProbe(t, slowMs);
+    await shOk(`touch ${mnt}/b ${mnt}/slowren-d`);
+    const out = await shOk(`python3 -c "
+import os, time, subprocess
+fd = os.open('${mnt}/slowren-d', os.O_RDONLY)
+mv = subprocess.Popen(['mv', '-T', '${mnt}/b', '${mnt}/slowren-d'], stderr=subprocess.DEVNULL)
+mv.wait()  # ETIMEDOUT: the hide is still under way in JS
+os.close(fd)  # its last close, before the hide is done
+time.sleep(0.2)
+open('/proc/sys/vm/drop_caches', 'w').write('2')  # the kernel forgets the file
+time.sleep(${(slowMs * 1.5) / 1000})  # the hide and the rename are done in JS
+print(sorted(n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')))
+"`, { timeoutMs: slowMs * 20 });
+    t.ok(probe.lines.includes('renamed /b /slowren-d'), 'the rename succeeded in JS');
+    t.equal(hiddenUnlinks(probe.lines).length, 1, 'the replaced file\'s hidden name was unlinked');
+    t.equal(out.trim(), '[]', 'no hidden name is left');
+  });
+
+  t.test('an unlink of an open file whose hide outlasts the timeout, the file closed and forgotten meanwhile: its hidden name is unlinked', asRoot, async (t) => {
+    const slowMs = TIMEOUT_MS * 6;
+    const { probe, mnt } = await startProbe(t, slowMs);
+    await shOk(`touch ${mnt}/slowren-d`);
+    const out = await shOk(`python3 -c "
+import os, time, subprocess
+fd = os.open('${mnt}/slowren-d', os.O_RDONLY)
+rm = subprocess.Popen(['rm', '-f', '${mnt}/slowren-d'], stderr=subprocess.DEVNULL)
+rm.wait()  # ETIMEDOUT: the hide is still under way in JS
+os.close(fd)
+time.sleep(0.2)
+open('/proc/sys/vm/drop_caches', 'w').write('2')
+time.sleep(${(slowMs * 1.5) / 1000})
+print(sorted(n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')))
+"`, { timeoutMs: slowMs * 20 });
+    t.ok(probe.lines.some((l) => l.startsWith('renamed /slowren-d /.fuse_hidden')), 'the hide was done in JS');
+    t.equal(out.trim(), '[]', 'no hidden name is left');
+  });
+
+  t.test('a hidden file renamed back to its name, closed and forgotten before the rename over it settles: the daemon lives on', asRoot, async (t) => {
     // The rename over it unlinked what stood at the target name, the file itself, and freed it;
     // the binding then read the freed node and freed it again (the daemon aborted: from a review).
     const slowMs = TIMEOUT_MS * 8;
