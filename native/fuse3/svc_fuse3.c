@@ -116,10 +116,11 @@ typedef struct node_s {
   uint32_t waiting;      /* unlinks and renames of it parked: requests about it or below it arriving meanwhile queue behind them */
   bool hidden;           /* renamed to .fuse_hidden… while open: unlinked at the last close */
   /*
-   * Renames over it under way since it was hidden for them (K_HIDE_TARGET): its last close leaves
-   * the hidden name to them, and the node is kept (even once the kernel forgets it) until they settle.
+   * Hides of it under way (an unlink or a rename over it while it is open; keep_for_hide), each
+   * with its rename after it for a rename: its last close leaves the hidden name to them, and the
+   * node is kept (even once the kernel forgets it) until they settle.
    */
-  uint32_t hiding_renames;
+  uint32_t hiding;
   /* auto_cache: the size and mtime last answered, and when. */
   bool cache_valid;
   /*
@@ -268,7 +269,7 @@ typedef struct req_s {
   fuse_ino_t ino2; /* a rename's new parent and name */
   char *name2;
   char *hidden;    /* the hidden name chosen for an open file */
-  fuse_ino_t hidden_ino; /* the open rename target hidden for this rename (0: none) */
+  fuse_ino_t hidden_ino; /* the open file this unlink or rename hides (keep_for_hide; 0: none) */
   struct fuse_file_info fi;
   bool has_fi;
   struct stat attr; /* setattr's wanted attributes */
@@ -409,7 +410,7 @@ static node_t *name_remove(mount_t *m, node_t *n) {
 
 /* Free `n` (and then perhaps its parents) once nothing needs it any more. */
 static void node_release(mount_t *m, node_t *n) {
-  while (n && n != m->root && n->nlookup == 0 && n->children == 0 && n->open_count == 0 && n->hiding_renames == 0) {
+  while (n && n != m->root && n->nlookup == 0 && n->children == 0 && n->open_count == 0 && n->hiding == 0) {
     node_t *parent = name_remove(m, n);
     ino_remove(m, n);
     free(n);
@@ -940,7 +941,7 @@ static char *hidden_name(mount_t *m, fuse_ino_t ino) {
  * rename the rename too, has settled.
  */
 static void keep_for_hide(req_t *r, node_t *n) {
-  n->hiding_renames++;
+  n->hiding++;
   r->hidden_ino = n->ino;
 }
 
@@ -1107,7 +1108,7 @@ static void advance(req_t *r, int code) {
     case K_RELEASE: {
       node_t *n = by_ino(m, r->ino);
       if (n && n->open_count > 0) n->open_count--;
-      if (n && n->hidden && n->open_count == 0 && n->hiding_renames == 0) {
+      if (n && n->hidden && n->open_count == 0 && n->hiding == 0) {
         /*
          * The last handle of a file unlinked while open: its hidden name goes now. Hidden for a
          * rename still under way, the rename decides (K_RENAME): failing, it gives the file its
@@ -1145,14 +1146,14 @@ static void advance(req_t *r, int code) {
     case K_HIDE_UNLINK: {
       node_t *n = by_ino(m, r->hidden_ino);
       r->hidden_ino = 0;
-      if (n && n->hiding_renames > 0) n->hiding_renames--;
+      if (n && n->hiding > 0) n->hiding--;
       if (code < 0) {
         node_release(m, n);
         answer(r, code);
         return;
       }
       hide(m, r->ino, n, r->hidden);
-      if (n && n->open_count == 0 && n->hiding_renames == 0) {
+      if (n && n->open_count == 0 && n->hiding == 0) {
         /* Closed meanwhile: the hidden name goes at once. */
         n->hidden = false;
         free(r->name);
@@ -1171,7 +1172,7 @@ static void advance(req_t *r, int code) {
       node_t *h = by_ino(m, r->hidden_ino);
       if (code < 0) {
         r->hidden_ino = 0;
-        if (h && h->hiding_renames > 0) h->hiding_renames--;
+        if (h && h->hiding > 0) h->hiding--;
         node_release(m, h);
         answer(r, code);
         return;
@@ -1192,7 +1193,7 @@ static void advance(req_t *r, int code) {
       /*
        * The open target hidden for this rename (K_HIDE_TARGET), if any: found by its node id, as
        * it may have been hidden again, moved to the root with its directory's removal, or
-       * forgotten by the kernel since (hiding_renames keeps it). Its count drops only once the
+       * forgotten by the kernel since (hiding keeps it). Its count drops only once the
        * names below have moved: a move may unlink it (renamed back to the target name meanwhile),
        * and the count keeps it from being freed while it is still used here.
        */
@@ -1212,9 +1213,9 @@ static void advance(req_t *r, int code) {
           }
         }
       }
-      if (h && h->hiding_renames > 0) h->hiding_renames--;
+      if (h && h->hiding > 0) h->hiding--;
       if (code == 0) {
-        if (h && h->hidden && h->name && h->open_count == 0 && h->hiding_renames == 0) {
+        if (h && h->hidden && h->name && h->open_count == 0 && h->hiding == 0) {
           /* Replaced, and its last handle closed while the rename was under way: its hidden name goes now. */
           char *path = path_of(m, h, NULL);
           if (path) {
@@ -1227,7 +1228,7 @@ static void advance(req_t *r, int code) {
             return;
           }
         }
-      } else if (h && h->hidden && h->hiding_renames == 0) {
+      } else if (h && h->hidden && h->hiding == 0) {
         /*
          * The rename over an open file failed after the file was hidden (K_HIDE_TARGET): it takes
          * its name back, as the operations give it back its path (transports/fuse/operations),
