@@ -118,6 +118,9 @@ const pyOpens = (mnt: string) => `def opens(name):
     except OSError as e:
         return e.strerror`;
 
+/** Python for the probe scripts: print the hidden names left in the mount's root, sorted. */
+const pyHiddenNames = (mnt: string) => `print(sorted(n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')))`;
+
 interface Probe { child: ChildProcess; lines: string[]; exited: Promise<unknown> }
 
 async function startProbe(t: { teardown(fn: () => unknown): void }, slowMs: number): Promise<{ probe: Probe; mnt: string }> {
@@ -194,7 +197,7 @@ def over(src, dst):
     print(dst, opens(dst))
 over('failren-a', 'b')
 over('slowren-c', 'd')
-print(sorted(n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')))
+${pyHiddenNames(mnt)}
 "`, { timeoutMs: slowMs * 20 });
     t.same(out.trim().split('\n'), ['b opens', 'b opens', 'd opens', 'd opens', '[]'],
       'b opens while the failing rename is under way and after it failed; d after its rename; no hidden name left');
@@ -227,7 +230,7 @@ try:
 except OSError:
     pass
 time.sleep(${(slowMs * 1.5) / 1000})  # the rename is done in JS
-print(sorted(n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')))
+${pyHiddenNames(mnt)}
 "`, { timeoutMs: slowMs * 20 });
     t.ok(probe.lines.includes('renamed /slowren-c /d'), 'the rename succeeded in JS');
     t.equal(hiddenUnlinks(probe.lines).length, 1, 'the replaced file\'s hidden name was unlinked');
@@ -297,7 +300,7 @@ os.close(fd)  # its last close, before the hide is done
 time.sleep(0.2)
 open('/proc/sys/vm/drop_caches', 'w').write('2')  # the kernel forgets the file
 time.sleep(${(slowMs * 1.5) / 1000})  # the hide and the rename are done in JS
-print(sorted(n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')))
+${pyHiddenNames(mnt)}
 "`, { timeoutMs: slowMs * 20 });
     t.ok(probe.lines.includes('renamed /b /slowren-d'), 'the rename succeeded in JS');
     t.equal(hiddenUnlinks(probe.lines).length, 1, 'the replaced file\'s hidden name was unlinked');
@@ -317,7 +320,7 @@ os.close(fd)
 time.sleep(0.2)
 open('/proc/sys/vm/drop_caches', 'w').write('2')
 time.sleep(${(slowMs * 1.5) / 1000})
-print(sorted(n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')))
+${pyHiddenNames(mnt)}
 "`, { timeoutMs: slowMs * 20 });
     t.ok(probe.lines.some((l) => l.startsWith('renamed /slowren-d /.fuse_hidden')), 'the hide was done in JS');
     t.equal(out.trim(), '[]', 'no hidden name is left');

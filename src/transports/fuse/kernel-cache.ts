@@ -22,7 +22,8 @@
  * it is changing or changed moments ago ({@link OwnChanges}). A notification that is lost leaves
  * the cache to time out as before: the worker is behind by {@link MAX_PENDING}, or, on a remote
  * mount, another face changed a path while the mount's own change to it was under way, or (a
- * delete, rename or directory change, which carry no etag) within {@link OWN_WINDOW_MS} of it. Before each write the worker checks that the descriptor still is the mount's /dev/fuse
+ * delete, rename or directory change, which carry no etag) within {@link OWN_WINDOW_MS} of it.
+ * Before each write the worker checks that the descriptor still is the mount's /dev/fuse
  * connection (libfuse closes it when the mount is detached from outside).
  */
 import { Worker } from 'node:worker_threads';
