@@ -13,6 +13,7 @@ import { LmdbStore } from './store/lmdb/index.js';
 import { FsService } from './fs/service.js';
 import { fsMethods } from './fs/methods.js';
 import { ParsedViews } from './views/views.js';
+import { reserveVersionsDir } from './transports/fuse/versions.js';
 import { posixMethods } from './fs/posix.js';
 import { Uploads } from './fs/uploads.js';
 import { WorkspaceService } from './workspaces/service.js';
@@ -86,6 +87,7 @@ export function buildServices(dataDir: string, log: Logger, opts: BuildOptions =
   const permissions = new Permissions(rebac, enforce);
   const uploads = new Uploads({ spoolDir: join(dataDir, 'spool') });
   const views = new ParsedViews(fs);
+  reserveVersionsDir(fs);
   const methods = buildTable(fsMethods(fs, permissions, views), posixMethods(fs, permissions, uploads),
     workspaceMethods(workspaces, permissions, (p) => fs.exists(p)), mountMethods(mounts, permissions), adminMethods(admin),
     rebacMethods(rebac, enforce), namespaceMethods(namespaces, enforce));

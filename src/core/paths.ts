@@ -7,8 +7,13 @@ import { InvalidPathError } from './errors.js';
 
 /** Longest component in UTF-8 bytes, as on common local file systems (NAME_MAX). */
 export const MAX_NAME_BYTES = 255;
-/** Longest whole path in UTF-8 bytes (PATH_MAX). */
-export const MAX_PATH_BYTES = 4096;
+/**
+ * Longest whole path in UTF-8 bytes. Not PATH_MAX (4096): the store keys every entry by its path,
+ * and every version by its path and 11 bytes more, and LMDB takes keys of at most 1,978 bytes. A
+ * longer path would be refused only when its key is written (a mount's queued mkdir or close was
+ * then answered and lost at its commit), so it is refused here, by every face alike.
+ */
+export const MAX_PATH_BYTES = 1900;
 
 // C0 controls, DEL and C1 controls: NUL, newline, tab… are never part of a name.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;

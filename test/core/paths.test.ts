@@ -82,7 +82,7 @@ t.test('over-long names and paths are -32002 with errno ENAMETOOLONG', async (t)
 
   // A path of exactly MAX_PATH_BYTES is fine; one byte more is not.
   const segment = 'p'.repeat(99); // '/' + 99 = 100 bytes per segment
-  const base = ('/' + segment).repeat(Math.floor(MAX_PATH_BYTES / 100)); // 4000 bytes
+  const base = ('/' + segment).repeat(Math.floor(MAX_PATH_BYTES / 100) - 1); // 1800 bytes
   const fill = MAX_PATH_BYTES - Buffer.byteLength(base) - 1;
   const exact = base + '/' + 'q'.repeat(fill);
   t.equal(Buffer.byteLength(exact), MAX_PATH_BYTES);

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { makeFs, b, sha256, rejection, thrown, tick } from './fixture.js';
+import { MAX_PATH_BYTES } from '../../src/core/paths.js';
 
 t.test('write then read returns the same bytes and the WIRE.md result shape', async (t) => {
   const { fs } = makeFs(t);
@@ -254,4 +255,25 @@ t.test('a write event carries path, etag and version', async (t) => {
 t.test('a thrown error from a service call is -32002 for a non-string path', async (t) => {
   const { fs } = makeFs(t);
   t.match(thrown(() => fs.read(42 as unknown as string)), { code: -32002 });
+});
+
+t.test('the longest path taken is stored with its versions, renamed and deleted; one byte more is -32002 ENAMETOOLONG', async (t) => {
+  // Every key the store writes for a path (its entry, each version: the path and 11 bytes more)
+  // must fit LMDB's 1,978-byte keys, or the write would fail only when committed.
+  const { fs } = makeFs(t);
+  const dir = ('/' + 'd'.repeat(99)).repeat(18); // 1800 bytes
+  const longest = `${dir}/${'f'.repeat(MAX_PATH_BYTES - dir.length - 1)}`;
+  t.equal(Buffer.byteLength(longest), MAX_PATH_BYTES);
+  await fs.write(longest, b('one'));
+  await fs.write(longest, b('two'));
+  t.equal(fs.read(longest).content.toString(), 'two');
+  t.equal(fs.getVersion(longest, 1).toString(), 'one');
+  const renamed = longest.slice(0, -1) + 'g';
+  await fs.rename(longest, renamed);
+  t.equal(fs.read(renamed).content.toString(), 'two');
+  await fs.delete(renamed);
+  t.notOk(fs.exists(renamed));
+  const err = await rejection(fs.write(longest + 'x', b('x')));
+  t.match(err, { code: -32002, data: { errno: 'ENAMETOOLONG' } });
+  t.match(await rejection(fs.mkdir(`${longest}x`)), { code: -32002, data: { errno: 'ENAMETOOLONG' } });
 });

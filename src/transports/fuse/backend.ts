@@ -191,6 +191,11 @@ export interface FuseBackend {
   /** Changes committed through any face (RPC, WebSocket, other mounts, this one); returns unsubscribe. */
   onChange(listener: (event: ChangeEvent) => void): () => void;
   /**
+   * Calls `listener` when changes may have been missed and the backend is in touch again (a remote
+   * mount's change watch reconnected): anything may have changed meanwhile. Returns unsubscribe.
+   */
+  onLostChanges?(listener: () => void): () => void;
+  /**
    * Whether `event` is a change this backend made, where it can tell exactly (the in-process
    * backend: FsService.madeBy). Absent: the mount tells by the paths it is changing or changed
    * moments ago (transports/fuse/kernel-cache, OwnChanges).

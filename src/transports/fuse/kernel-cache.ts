@@ -39,15 +39,24 @@ export const MAX_PENDING = 10_000;
 /** Own-change marks kept before expired ones are swept out. */
 export const OWN_SWEEP_AT = 10_000;
 
-/** Etags of one path's recent commits by this mount, kept to tell its own write events from others'. */
+/** Marks of one path's recent commits by this mount, kept to tell its own write events from others'. */
 const OWN_ETAGS_KEPT = 8;
 
 /**
+ * What tells one commit of a path from another: its etag and version (another face's write of the
+ * same bytes, a rollback to them, has the etag but not the version). Only for a remote mount,
+ * whose commits are RPC writes answered with the version they got.
+ */
+export function commitMark(c: { etag?: string | undefined; version?: number | undefined } | undefined): string | undefined {
+  if (c?.etag === undefined) return undefined;
+  return c.version === undefined ? c.etag : `${c.etag}@${c.version}`;
+}
+
+/**
  * The paths this mount is changing or changed within {@link OWN_WINDOW_MS}: their change events are
- * its own. Where the mount's change was a commit, a write event is its own only with the etag that
- * commit made: another face's write to the same path moments later is not mistaken for it. (Not
- * the version: a queued close is answered with the version it is expected to get, and another
- * face's write that reaches the store first takes that number.)
+ * its own. Where the mount's change was a commit, a write event is its own only with the mark
+ * ({@link commitMark}) that commit made: another face's write to the same path moments later, or
+ * its rollback to the content the mount wrote, is not mistaken for it.
  */
 export class OwnChanges {
   readonly #until = new Map<string, number>();
@@ -62,7 +71,7 @@ export class OwnChanges {
 
   /**
    * Mark `paths` while `work` runs and for {@link OWN_WINDOW_MS} after it settles; `etagOf` reads
-   * the etag the work gave `paths[0]` from its result, when it committed content.
+   * the {@link commitMark} the work gave `paths[0]` from its result, when it committed content.
    */
   async during<T>(paths: string[], work: () => Promise<T>, etagOf?: (result: T) => string | undefined): Promise<T> {
     this.#mark(paths, Infinity);
@@ -81,7 +90,7 @@ export class OwnChanges {
     }
   }
 
-  /** Whether a change to `path` (a write's `etag`, if it has one) is this mount's own. */
+  /** Whether a change to `path` (a write's {@link commitMark}, if it has one) is this mount's own. */
   isOwn(path: string, etag?: string): boolean {
     const until = this.#until.get(path);
     if (until === undefined) return false;
@@ -134,7 +143,7 @@ const NODE_ID_OFFSET = 16;
  * rename's target (its pages are the renamed file's, unchanged; a file it replaced stays as it was
  * for whoever has it open, as POSIX says).
  */
-export function notificationsFor(event: ChangeEvent): Notification[] {
+export function notificationsFor(event: ChangeEvent, byNodeTable = false): Notification[] {
   const out: Notification[] = [];
   const content = (path: string) => out.push({ path, message: invalInodeMessage(0, false) });
   const name = (path: string) => {
@@ -143,8 +152,12 @@ export function notificationsFor(event: ChangeEvent): Notification[] {
     out.push({ path: parent, message: invalEntryMessage(0, baseName(path)) });
     out.push({ path: parent, message: invalInodeMessage(0, true) });
   };
-  // The file itself first, while its name still leads to the inode the kernel has.
-  if (event.type === 'write' && event.version !== 1) content(event.path);
+  // The file itself first, while its name still leads to the inode the kernel has. With the
+  // binding's node table (no lookup through the mount), also a first version and a rename's
+  // target: the node the kernel holds for that name may be a file deleted or replaced meanwhile,
+  // whose pages it would keep where size and mtime match (auto_cache).
+  if (event.type === 'write' && (event.version !== 1 || byNodeTable)) content(event.path);
+  if (event.type === 'rename' && event.new_path !== undefined && byNodeTable) content(event.new_path);
   // A name created, removed, or now naming something else (a symlink replaced by a file).
   name(event.path);
   if (event.type === 'rename' && event.new_path !== undefined) name(event.new_path);
@@ -225,7 +238,7 @@ export class KernelCache {
   /** Another face changed something: tell the kernel (in the background). */
   changed(event: ChangeEvent): void {
     if (this.#stopped) return;
-    const all = notificationsFor(event);
+    const all = notificationsFor(event, this.#nodeOf !== undefined);
     const batch = this.#nodeOf ? resolveNotifications(all, this.#nodeOf) : all;
     if (batch.length === 0) return;
     if (this.#pending + batch.length > MAX_PENDING) {

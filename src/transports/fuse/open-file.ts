@@ -263,8 +263,10 @@ export class OpenFile {
   }
 
   /** Copies `buf` (fuse-native reuses it after the callback). */
-  write(buf: Buffer, len: number, pos: number): Promise<number> {
+  write(buf: Buffer, len: number, pos: number, reload?: () => Promise<StoredContent | undefined>): Promise<number> {
     return this.#exclusive(async () => {
+      // Another face rewrote the file while this one had nothing pending: write onto that.
+      if (reload) await this.#current(reload);
       await this.#awaitLanding();
       this.#clone = undefined;
       this.#intact = Math.min(this.#intact, pos);
@@ -288,8 +290,9 @@ export class OpenFile {
     });
   }
 
-  truncate(size: number): Promise<void> {
+  truncate(size: number, reload?: () => Promise<StoredContent | undefined>): Promise<void> {
     return this.#exclusive(async () => {
+      if (reload) await this.#current(reload);
       if (size !== this.#size) this.#clone = undefined;
       this.#intact = Math.min(this.#intact, size);
       if (size < this.#size) {
@@ -383,7 +386,8 @@ export class OpenFile {
   cloneFrom(source: StoredContent, from: number, bytes: number): Promise<number> {
     return this.#exclusive(async () => {
       const holds = this.#holds;
-      if (!holds || this.readOnly || this.orphan || from % CS !== 0 || this.#size !== from || from >= source.size) return 0;
+      // Not onto content another face replaced meanwhile (the caller's write takes that first).
+      if (!holds || this.readOnly || this.orphan || (this.stale && !this.#changed) || from % CS !== 0 || this.#size !== from || from >= source.size) return 0;
       let end = Math.min(source.size, from + bytes);
       // A partial last chunk only at the source's end, so the next call starts at a boundary.
       if (end < source.size) end -= end % CS;

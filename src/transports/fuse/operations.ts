@@ -30,7 +30,7 @@ import { ChunkHasher } from './hasher.js';
 import { ChunkHolds, type HoldingBackend } from './chunk-holds.js';
 import { OpenFile } from './open-file.js';
 import { CHUNK_SIZE } from '../../fs/service.js';
-import { OwnChanges } from './kernel-cache.js';
+import { OwnChanges, commitMark } from './kernel-cache.js';
 import { isVersionsPath, listVersionsDir, resolveVersionsPath, VERSIONS_DIR, type VersionsTarget } from './versions.js';
 
 /** An errno decided here rather than by the service. */
@@ -44,6 +44,18 @@ export class PosixError extends Error {
     Error.stackTraceLimit = limit;
     this.name = 'PosixError';
   }
+}
+
+/**
+ * Largest file the mount takes (1 TiB); a write, truncate, fallocate or copy past it is EFBIG, as
+ * ext4 refuses sizes past 16 TiB. Sizes reach JS as doubles and a file's chunks are walked one by
+ * one (allocated, seek, the commit's pieces, its etag over every byte): a size of 2**60 hung the
+ * main thread for good, and 16 TiB ran the daemon out of memory.
+ */
+export const MAX_FILE_SIZE = 2 ** 40;
+
+function checkFileSize(end: number): void {
+  if (!(end <= MAX_FILE_SIZE)) throw new PosixError('EFBIG');
 }
 
 const S_IFREG = 0o100000;
@@ -124,9 +136,9 @@ export interface FuseFileSystemOptions {
   onExternalChange?: ((event: ChangeEvent) => void) | undefined;
 }
 
-/** The backend calls that change something: the paths each changes, and the etag a commit made. */
+/** The backend calls that change something: the paths each changes, and the mark a commit made (commitMark). */
 const CHANGES: Partial<Record<keyof FuseBackend, { paths: (args: unknown[]) => string[]; etag?: (result: unknown) => string | undefined }>> = {
-  commit: { paths: (a) => [a[0] as string], etag: (r) => (r as { etag?: string } | undefined)?.etag },
+  commit: { paths: (a) => [a[0] as string], etag: (r) => commitMark(r as { etag?: string; version?: number } | undefined) },
   remove: { paths: (a) => [a[0] as string] },
   rename: { paths: (a) => [a[0] as string, a[1] as string] },
   mkdir: { paths: (a) => [a[0] as string] },
@@ -193,7 +205,8 @@ export class FuseFileSystem {
     this.#log = opts.log;
     this.#uid = opts.uid;
     this.#gid = opts.gid;
-    this.#unsubscribe = this.#backend.onChange((e) => this.#onChange(e));
+    const unsubscribe = [this.#backend.onChange((e) => this.#onChange(e)), this.#backend.onLostChanges?.(() => this.#onLostChanges())];
+    this.#unsubscribe = () => unsubscribe.forEach((u) => u?.());
     this.#hasher = this.#backend.reusesHashes ? new ChunkHasher() : undefined;
     this.#holds = this.#hasher && isHolding(this.#backend)
       ? new ChunkHolds(this.#backend, (err) => this.#log.warn({ err }, 'storing written chunks ahead of the commit failed'))
@@ -223,15 +236,17 @@ export class FuseFileSystem {
       write: (path, fd, buf, len, pos, cb) => this.#run('write', path, (code, n) => cb(code < 0 ? code : n!), () => {
         const handle = this.#handle(fd);
         if (handle.file.readOnly) throw new PosixError('EROFS');
+        checkFileSize(pos + len);
         handle.wrote = true;
-        return handle.file.write(buf, len, pos);
+        return handle.file.write(buf, len, pos, this.#reloader(handle.file));
       }),
       truncate: (path, size, cb) => this.#run('truncate', path, cb, () => this.#truncate(path, size)),
       ftruncate: (path, fd, size, cb) => this.#run('ftruncate', path, cb, async () => {
         const handle = this.#handle(fd);
         if (handle.file.readOnly) throw new PosixError('EROFS');
+        checkFileSize(size);
         handle.dirtied = true;
-        await handle.file.truncate(size);
+        await handle.file.truncate(size, this.#reloader(handle.file));
       }),
       flush: (path, fd, cb) => this.#run('flush', path, cb, async () => {
         const handle = this.#handle(fd);
@@ -287,9 +302,15 @@ export class FuseFileSystem {
       })),
       utimens: (path, _atime, mtime, cb) => this.#run('utimens', path, cb, () => this.#utimens(path, mtime)),
       copyFileRange: (_srcPath, srcFd, srcPos, dstPath, dstFd, dstPos, len, cb) => this.#run('copy_file_range', dstPath,
-        (code, n) => cb(code < 0 ? code : n!), () => this.#copyRange(srcFd, srcPos, dstFd, dstPos, len)),
+        (code, n) => cb(code < 0 ? code : n!), () => {
+          checkFileSize(dstPos + len);
+          return this.#copyRange(srcFd, srcPos, dstFd, dstPos, len);
+        }),
       lseek: (path, fd, offset, whence, cb) => this.#run('lseek', path, cb, () => this.#seek(fd, offset, whence)),
-      fallocate: (path, fd, offset, length, mode, cb) => this.#run('fallocate', path, cb, () => this.#allocate(fd, offset, length, mode)),
+      fallocate: (path, fd, offset, length, mode, cb) => this.#run('fallocate', path, cb, () => {
+        checkFileSize(offset + length);
+        return this.#allocate(fd, offset, length, mode);
+      }),
     };
   }
 
@@ -322,13 +343,13 @@ export class FuseFileSystem {
       zeros ??= Buffer.alloc(CHUNK_SIZE);
       for (let at = offset; at < upto;) {
         const n = Math.min(upto - at, CHUNK_SIZE - (at % CHUNK_SIZE));
-        await file.write(zeros, n, at);
+        await file.write(zeros, n, at, this.#reloader(file));
         at += n;
       }
       if (upto > offset) handle.dirtied = true;
     }
     if (!(mode & FALLOC_FL_KEEP_SIZE) && end > file.size) {
-      await file.truncate(end);
+      await file.truncate(end, this.#reloader(file));
       handle.dirtied = true;
     }
   }
@@ -371,7 +392,7 @@ export class FuseFileSystem {
       const n = await this.#read(srcFd, buf, want, srcPos + copied);
       if (n <= 0) break;
       dst.wrote = true;
-      await dst.file.write(buf, n, dstPos + copied);
+      await dst.file.write(buf, n, dstPos + copied, this.#reloader(dst.file));
       copied += n;
       if (n < want) break;
     }
@@ -503,11 +524,22 @@ export class FuseFileSystem {
     let own = exact ?? false;
     for (const path of [event.path, event.new_path]) {
       if (path === undefined) continue;
-      if (exact === undefined) own ||= this.#own.isOwn(path, event.type === 'write' ? event.etag : undefined);
+      if (exact === undefined) own ||= this.#own.isOwn(path, event.type === 'write' ? commitMark(event) : undefined);
       const file = this.#files.get(path);
       if (file && !file.changed && (event.version === undefined || event.version !== file.baseVersion)) file.stale = true;
     }
     if (!own) this.#onExternalChange?.(event);
+  }
+
+  /**
+   * Changes may have been missed (a remote mount's watch reconnected): each open file is taken as
+   * changed by another face, so its next read loads what is stored and the kernel drops its pages
+   * and attributes. (Closed files: the kernel's attributes time out, and a file opened again whose
+   * size or mtime changed is read afresh.)
+   */
+  #onLostChanges(): void {
+    const at = new Date().toISOString();
+    for (const [path, file] of this.#files) if (!file.orphan) this.#onChange({ type: 'write', path, at });
   }
 
   // ---------------------------------------------------------------- pending deletes of hidden files
@@ -658,6 +690,7 @@ export class FuseFileSystem {
 
   async #truncate(path: string, size: number): Promise<void> {
     if (isVersionsPath(path)) throw new PosixError('EROFS');
+    checkFileSize(size);
     const open = this.#files.get(path);
     if (open && !open.orphan) {
       // open(O_TRUNC) arrives as open + truncate by path (the kernel sends no handle for it):
@@ -665,7 +698,7 @@ export class FuseFileSystem {
       // just opened. Only that one: the previous opener's release is asynchronous and may still
       // be on its way (`echo a > f; echo b > f`), and marking it too committed the truncated
       // file as a version of its own.
-      await open.truncate(size);
+      await open.truncate(size, this.#reloader(open));
       const newest = [...open.handles].at(-1);
       if (newest !== undefined) this.#handles.get(newest)!.dirtied = true;
       return;

@@ -22,8 +22,13 @@ import type { ParamsOf, ResultOf } from '../../core/method.js';
 import { parentOf, isWithin } from '../../core/paths.js';
 import type { CommitOptions, CommitPiece, CommitResult, FuseBackend, NodeInfo, SpaceInfo, StoredContent, VersionInfo } from './backend.js';
 
-/** How long a cached attribute may be served without a change event (ms). */
-const ATTR_TTL_MS = 1000;
+/**
+ * How long a cached attribute may be served without a change event (ms). A change that publishes
+ * none (RPC `set_attributes`: a chmod, chown or utimens through another face) shows up once this
+ * and then the kernel's cache (KERNEL_CACHE_SECONDS, 0.5 s, filled from this one at worst just
+ * before it expires) have run out: 400 + 500 ms, within the second the mount promises.
+ */
+const ATTR_TTL_MS = 400;
 const RECONNECT_MS = 1000;
 /** Parts of one upload sent at the same time. */
 const UPLOAD_WINDOW = 4;
@@ -53,6 +58,9 @@ export class RemoteBackend implements FuseBackend {
   readonly #opts: RemoteBackendOptions;
   readonly #cache = new Map<string, { info: NodeInfo | undefined; at: number }>();
   readonly #listeners = new Set<(e: ChangeEvent) => void>();
+  readonly #lostListeners = new Set<() => void>();
+  /** A change watch was answered before: a later one follows a disconnection, which may have missed changes. */
+  #watched = false;
   /**
    * Counts invalidations: change events, this mount's own changes, lost watches. An answer is
    * cached only if none came while it was asked for: the daemon may have answered before a change
@@ -197,6 +205,11 @@ export class RemoteBackend implements FuseBackend {
     return () => this.#listeners.delete(listener);
   }
 
+  onLostChanges(listener: () => void): () => void {
+    this.#lostListeners.add(listener);
+    return () => this.#lostListeners.delete(listener);
+  }
+
   /** Every RPC write is answered only after its durable commit: nothing left to wait for. */
   async sync(): Promise<void> {}
 
@@ -290,13 +303,18 @@ export class RemoteBackend implements FuseBackend {
         resolve();
       });
       ws.on('message', (data) => {
-        let msg: { method?: string; params?: ChangeEvent };
+        let msg: { id?: number; result?: unknown; method?: string; params?: ChangeEvent };
         try {
           msg = JSON.parse(data.toString());
         } catch {
           return;
         }
         if (msg.method === 'fs.event' && msg.params) this.#onEvent(msg.params);
+        if (msg.id === 1 && msg.result !== undefined) {
+          // Watching again after a disconnection: what changed meanwhile sent no event.
+          if (this.#watched) for (const l of this.#lostListeners) l();
+          this.#watched = true;
+        }
       });
       ws.on('error', (err) => this.#opts.log.debug({ err }, 'change watch connection error'));
       ws.on('close', () => {

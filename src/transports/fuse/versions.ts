@@ -6,13 +6,31 @@
  * shows up in RPC `list`/`glob`), and it is left out of the root's listing, like NetApp's
  * `.snapshot`, so `cp -r`, `rsync` and `find` over the mount do not copy the whole history.
  */
+import { PermissionDeniedError } from '../../core/errors.js';
 import { parentOf, baseName } from '../../core/paths.js';
+import type { FsService } from '../../fs/service.js';
 import type { FuseBackend, NodeInfo, VersionInfo } from './backend.js';
 
 export const VERSIONS_DIR = '/.versions';
 
 export function isVersionsPath(path: string): boolean {
   return path === VERSIONS_DIR || path.startsWith(VERSIONS_DIR + '/');
+}
+
+/**
+ * Nothing is stored at or below /.versions by any face (-32004, EROFS on a mount): every mount,
+ * the daemon's own or a remote one made later, shows the history there, so a file stored there
+ * would be listed by RPC and never seen in a mount. Deletes, and renames out of it, still pass, to
+ * clear what an earlier svc let in.
+ */
+export function reserveVersionsDir(fs: Pick<FsService, 'addGuard'>): void {
+  fs.addGuard((kind, paths) => {
+    const target = kind === 'write' || kind === 'mkdir' ? paths[0] : kind === 'rename' ? paths[1] : undefined;
+    if (target !== undefined && isVersionsPath(target)) {
+      throw new PermissionDeniedError(`Read-only: ${VERSIONS_DIR} is the mount's version history, nothing can be stored at ${target}`,
+        { path: target, errno: 'EROFS' });
+    }
+  });
 }
 
 /** What a path below /.versions names. */

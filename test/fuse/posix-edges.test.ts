@@ -1,0 +1,78 @@
+/**
+ * @module test/fuse/posix-edges
+ * The mount at the edges of POSIX, each against what ext4 (a plain directory) does for the same
+ * syscalls: sizes past what the daemon can hold (EFBIG), paths past what the store can key
+ * (ENAMETOOLONG at once, never a directory made and then lost), times and the directory times
+ * changes in it move.
+ */
+import t from 'tap';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fuseSkipReason, sh, startMountedDaemon, tempDir } from './harness.js';
+
+const skip = fuseSkipReason();
+if (skip) console.log(`# ${skip}`);
+
+/** Run a Python probe (`dir` is sys.argv[1], cwd) in a child; its stdout lines. */
+async function py(t: { teardown(fn: () => unknown): void }, dir: string, code: string, timeoutS = 20): Promise<{ code: number; lines: string[]; stderr: string }> {
+  const tmp = tempDir('svc-audit-b-py-');
+  t.teardown(() => rmSync(tmp, { recursive: true, force: true }));
+  const file = join(tmp, 'probe.py');
+  writeFileSync(file, `import os, sys, errno, time, ctypes\nos.chdir(sys.argv[1])\n${code}\n`);
+  // SIGKILL: a process waiting for a FUSE answer only dies of a fatal signal.
+  const r = await sh(`timeout -s KILL ${timeoutS} python3 '${file}' '${dir}'`, { timeoutMs: (timeoutS + 5) * 1000 });
+  return { code: r.code, lines: r.stdout.trim().split('\n'), stderr: r.stderr };
+}
+
+const ERR = `
+def err(f, *a, **k):
+    try:
+        f(*a, **k); return 'ok'
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+`;
+
+t.test('a file size the daemon cannot represent is refused with EFBIG, and the daemon keeps answering', { skip }, async (t) => {
+  // ext4: ftruncate(fd, 2**60) and pwrite(fd, b, 2**53) fail with EFBIG (max 16 TiB). The mount
+  // took 2**60: the daemon's main thread then loops over 2**40 chunk indexes (OpenFile.allocated,
+  // seek, #pieces) and never answers again, the mount and every RPC client with it.
+  const d = await startMountedDaemon(t);
+  const r = await py(t, d.mnt, `${ERR}
+fd = os.open('huge', os.O_CREAT | os.O_RDWR, 0o644)
+print(err(os.ftruncate, fd, 2**60), flush=True)
+print(err(os.pwrite, fd, b'x', 2**53), flush=True)
+print(err(os.posix_fallocate, fd, 2**40, 4096), flush=True)
+print(err(os.pwrite, fd, b'x', 2**40 - 1), os.fstat(fd).st_size, flush=True)
+os.close(fd)
+`, 8);
+  t.equal(r.lines[0], 'EFBIG', `ftruncate to 2**60 bytes: EFBIG (got ${JSON.stringify(r.lines[0])}, exit ${r.code})`);
+  t.equal(r.lines[1], 'EFBIG', 'a write at 2**53');
+  t.equal(r.lines[2], 'EFBIG', 'an allocation past 1 TiB');
+  t.equal(r.lines[3], `ok ${2 ** 40}`, 'a write ending at 1 TiB is taken');
+  const alive = await Promise.race([
+    d.rpc('stat', { path: '/' }).then(() => true, () => true),
+    new Promise<boolean>((res) => setTimeout(() => res(false), 3000)),
+  ]);
+  t.ok(alive, 'the daemon still answers RPC');
+  if (!alive) await d.kill9(); // its main thread is stuck: spare the teardown its 15 s SIGTERM wait
+});
+
+t.test('a directory made at a path of 2,000–4,096 bytes is kept (or refused at once), not dropped after its mkdir succeeded', { skip }, async (t) => {
+  // ext4 takes any path up to PATH_MAX (4096). The mount validated paths against 4096 bytes and
+  // answered the mkdir from its queue, but the store's keys must fit LMDB's 1,978 bytes: the
+  // batch's put threw ("Key size is larger than the maximum key size"), and the directory the
+  // program was told exists was gone (as was a file closed in it). Paths are now refused past
+  // 1,900 bytes (core/paths MAX_PATH_BYTES), by every face, when asked.
+  const d = await startMountedDaemon(t);
+  const r = await py(t, d.mnt, `${ERR}
+deep = '/'.join(['d' * 200] * 10)   # 2009 bytes below the mount root
+print('mkdir', err(os.makedirs, deep))
+time.sleep(1)
+print('stat', err(os.stat, deep))
+`);
+  // Either outcome of a good disk is fine: kept, or refused by the mkdir itself (ENAMETOOLONG).
+  t.ok(r.lines[0] === 'mkdir ENAMETOOLONG' || (r.lines[0] === 'mkdir ok' && r.lines[1] === 'stat ok'),
+    `mkdir refused at once, or the directory it made still exists a second later (got ${JSON.stringify(r.lines)})`);
+  const log = d.output();
+  t.notMatch(log, /Key size is larger than the maximum key size/, 'no failed commit in the daemon log');
+});
