@@ -496,6 +496,14 @@ static void node_saw(node_t *n, const struct stat *st) {
   n->stat_updated = now_seconds();
 }
 
+/* The node at `path` (changed: taken apart into its names), looked up from the root; NULL when the table holds none. */
+static node_t *node_at(mount_t *m, char *path) {
+  node_t *n = m->root;
+  char *save = NULL;
+  for (char *part = strtok_r(path, "/", &save); part && n; part = strtok_r(NULL, "/", &save)) n = by_name(m, n, part);
+  return n;
+}
+
 /* The path of `n` (with `/child` when given), allocated; NULL when `n` is no longer in the tree. */
 static char *path_of(mount_t *m, node_t *n, const char *child) {
   size_t len = child ? 1 + strlen(child) : 0;
@@ -2443,11 +2451,73 @@ static napi_value js_node_of(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "nodeOf(handle, path)");
     return NULL;
   }
-  node_t *n = m->root;
-  char *save = NULL;
-  for (char *part = strtok_r(path, "/", &save); part && n; part = strtok_r(NULL, "/", &save)) n = by_name(m, n, part);
+  node_t *n = node_at(m, path);
   free(path);
   return num(env, n ? (double)n->ino : 0);
+}
+
+/*
+ * renamed(handle, from, to): another face renamed `from` to `to` (a file or a directory, replacing
+ * what was at `to`), and the table follows as for a rename through the mount, so that what the
+ * kernel holds below `from` (open files, their descriptors) keeps working under the new path:
+ * - the node at `to`, if the kernel holds one, no longer names it (a lookup of `to` makes a new
+ *   inode, whose pages are the renamed file's). Open, it is hidden as an unlink through the mount
+ *   hides it: renamed to a hidden name in the root, kept for its descriptors, unlinked at its last
+ *   close. Otherwise it is unlinked from the table.
+ * - the node at `from`, if any, moves to `to`; the directories leading to `to` that the kernel
+ *   holds nothing of are made in the table (kept by their children, as for any held node).
+ * Returns the open file's hidden path ("/.fuse_hidden…") when one was hidden, else "".
+ */
+static napi_value js_renamed(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  mount_t *m = mount_arg(env, info, 3, argv);
+  if (!m) return NULL;
+  char *from = dup_string(env, argv[1]);
+  char *to = dup_string(env, argv[2]);
+  char *last = to ? strrchr(to, '/') : NULL;
+  if (!from || !last || last[1] == '\0') {
+    free(from);
+    free(to);
+    napi_throw_type_error(env, NULL, "renamed(handle, from, to)");
+    return NULL;
+  }
+  node_t *src = node_at(m, from);
+  free(from);
+  char *names = strdup(to);
+  node_t *dst = names ? node_at(m, names) : NULL;
+  free(names);
+  char *hidden = NULL;
+  if (dst && dst != src && dst != m->root) {
+    if (dst->open_count > 0 && !dst->hidden && (hidden = hidden_name(m, dst->ino))) {
+      node_move(m, dst, m->root, hidden);
+      dst->hidden = true;
+    } else {
+      node_unlink(m, dst);
+    }
+  }
+  if (src && src != m->root) {
+    /* The directories leading to `to`; a name made here with nothing below it is let go again. */
+    *last = '\0';
+    node_t *p = m->root;
+    char *save = NULL;
+    for (char *part = strtok_r(to, "/", &save); part && p; part = strtok_r(NULL, "/", &save)) {
+      node_t *next = node_get(m, p, part);
+      if (!next) node_release(m, p);
+      p = next;
+    }
+    if (p) node_move(m, src, p, last + 1);
+  }
+  free(to);
+  napi_value out = str(env, "");
+  if (hidden) {
+    char *path = NULL;
+    if (asprintf(&path, "/%s", hidden) >= 0) {
+      out = str(env, path);
+      free(path);
+    }
+    free(hidden);
+  }
+  return out;
 }
 
 /* Signals are Node's to take, on its own thread: none on the detach thread (nor its children). */
@@ -2611,6 +2681,7 @@ NAPI_MODULE_INIT() {
     { "unmount", NULL, js_unmount, NULL, NULL, NULL, napi_default, NULL },
     { "nodes", NULL, js_nodes, NULL, NULL, NULL, napi_default, NULL },
     { "nodeOf", NULL, js_node_of, NULL, NULL, NULL, napi_default, NULL },
+    { "renamed", NULL, js_renamed, NULL, NULL, NULL, napi_default, NULL },
     { "dropCached", NULL, js_drop_cached, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

@@ -202,6 +202,7 @@ interface Fuse3Addon {
   unmount(handle: object): boolean;
   nodes(handle: object): number;
   nodeOf(handle: object, path: string): number;
+  renamed(handle: object, from: string, to: string): string;
   dropCached(fd: number, offset: number, length: number): Promise<number>;
 }
 type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | undefined, n0: number, n1: number, buf: Buffer | undefined, len: number, n2: number, n3: number) => void;
@@ -475,6 +476,8 @@ interface BindingMount {
   readonly nodes?: number;
   /** The node id the kernel knows a path by (0: none), where the binding keeps the table. */
   readonly nodeOf?: (path: string) => number;
+  /** Another face renamed `from` to `to`: the table follows ({@link NativeMount.renamed}). */
+  readonly renamed?: (from: string, to: string) => string;
 }
 
 /** The connection of descriptor `fd`, or undefined when it is closed. */
@@ -576,6 +579,8 @@ class Fuse3Mount implements BindingMount {
   }
 
   readonly nodeOf = (path: string): number => (this.#handle ? this.#addon.nodeOf(this.#handle, path) : 0);
+
+  readonly renamed = (from: string, to: string): string => (this.#handle ? this.#addon.renamed(this.#handle, from, to) : '');
 
   /** Detach lazily (open files keep being served until closed) and resolve once detached. */
   unmount(): Promise<void> {
@@ -681,6 +686,17 @@ export class NativeMount {
    */
   get nodeOf(): ((path: string) => number) | undefined {
     return this.#impl.nodeOf;
+  }
+
+  /**
+   * Another face renamed `from` to `to`: the libfuse 3 binding's node table follows, so that what
+   * the kernel holds below `from` (open files' descriptors, cached names) goes on under `to`; an
+   * open file the rename replaced at `to` is hidden as an unlink through the mount hides it, and
+   * its hidden path is returned ("" when none). Undefined on fuse-native: libfuse 2 keeps its own
+   * table of paths, which only its own renames move.
+   */
+  get renamed(): ((from: string, to: string) => string) | undefined {
+    return this.#impl.renamed;
   }
 
   /** Resolves once the kernel has sent INIT, i.e. the mount answers requests. */

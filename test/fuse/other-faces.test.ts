@@ -1,8 +1,9 @@
 /**
  * @module test/fuse/other-faces
  * One file system across faces, where another face's change meets what a mount holds: a file kept
- * open and replaced, rewritten or rolled back by RPC or the other mount; attribute changes and
- * changes made while a remote mount's watch was down; nothing stored under /.versions.
+ * open and renamed (or its directory), replaced, rewritten or rolled back by RPC or the other
+ * mount; attribute changes and changes made while a remote mount's watch was down; nothing stored
+ * under /.versions.
  */
 import t from 'tap';
 import { open, readFile, stat, type FileHandle } from 'node:fs/promises';
@@ -40,6 +41,104 @@ t.test('another face changes what a mount holds', { skip }, async (t) => {
   const d: DaemonMount = await startMountedDaemon(t);
   const r: MountProcess = await startRemoteMount(t, d.url);
   const mounts: [string, string][] = [['daemon mount', d.mnt], ['remote mount', r.mnt]];
+
+  for (const [label, mnt] of mounts) {
+    t.test(`${label}: a file kept open and renamed by RPC is still read through its descriptor`, async (t) => {
+      // On a local disk (and for the mount's own `mv`) the descriptor follows the file: reads and
+      // fstat keep working. Here they fail with ENOENT once the kernel revalidates the node.
+      const dir = unique('ren-file');
+      await d.rpc('write', { path: `${dir}/x.txt`, content: bytes('the content that was opened\n') });
+      const handle = await open(`${mnt}${dir}/x.txt`, 'r');
+      try {
+        t.equal(await readStart(handle), 'the content that was opened\n');
+        await d.rpc('rename', { old_path: `${dir}/x.txt`, new_path: `${dir}/y.txt` });
+        await sleep(700); // past the kernel's 0.5 s attribute cache
+        t.equal(await readStart(handle), 'the content that was opened\n', 'read through the descriptor after the rename');
+        t.equal(await fstatSize(handle), 'the content that was opened\n'.length, 'fstat through the descriptor');
+        // The mount's own `mv` for comparison: works.
+        await sh(`mv '${mnt}${dir}/y.txt' '${mnt}${dir}/z.txt'`);
+      } finally {
+        await handle.close();
+      }
+    });
+
+    t.test(`${label}: a file kept open whose directory RPC renames is still read, and reads the rewrite at its new name`, async (t) => {
+      const dir = unique('ren-dir');
+      const moved = unique('ren-dir-moved');
+      await d.rpc('write', { path: `${dir}/x.txt`, content: bytes('version one\n') });
+      const handle = await open(`${mnt}${dir}/x.txt`, 'r');
+      try {
+        t.equal(await readStart(handle), 'version one\n');
+        await d.rpc('rename', { old_path: dir, new_path: moved });
+        await sleep(700);
+        t.equal(await readStart(handle), 'version one\n', 'read through the descriptor after the directory rename');
+        await d.rpc('write', { path: `${moved}/x.txt`, content: bytes('version TWO\n') });
+        t.ok(await eventually(async () => (await readStart(handle)) === 'version TWO\n', 1500, 20),
+          `the rewrite at the new name is read through the descriptor (as after the mount's own mv): ${await readStart(handle)}`);
+      } finally {
+        await handle.close();
+      }
+    });
+
+    t.test(`${label}: after RPC moves an open file's directory away and writes a new file at the old path, the descriptor does not take the new file's attributes`, async (t) => {
+      const dir = unique('ren-swap');
+      await d.rpc('write', { path: `${dir}/x`, content: bytes('the file that was opened\n') }); // 25 bytes
+      const handle = await open(`${mnt}${dir}/x`, 'r');
+      try {
+        t.equal(await readStart(handle), 'the file that was opened\n');
+        await d.rpc('rename', { old_path: dir, new_path: `${dir}-moved` });
+        await d.rpc('write', { path: `${dir}/x`, content: bytes('A DIFFERENT FILE, same name\n') }); // 28 bytes
+        await sleep(700);
+        const size = await fstatSize(handle);
+        const read = await readStart(handle);
+        t.equal(size, 25, 'fstat gives the opened file\'s size, not the other file\'s');
+        t.equal(read, 'the file that was opened\n', 'and reads its bytes');
+      } finally {
+        await handle.close();
+      }
+    });
+  }
+
+  for (const [label, mnt] of mounts) {
+    t.test(`${label}: a file kept open that RPC renames another file over keeps its bytes for its descriptor, and leaves nothing behind at its close`, async (t) => {
+      // POSIX, as for a rename through the mount: the replaced file lives on for whoever holds it.
+      const dir = unique('ren-over');
+      await d.rpc('write', { path: `${dir}/target`, content: bytes('the replaced file\n') });
+      await d.rpc('write', { path: `${dir}/source`, content: bytes('the file renamed over it, longer\n') });
+      const handle = await open(`${mnt}${dir}/target`, 'r');
+      try {
+        t.equal(await readStart(handle), 'the replaced file\n');
+        await d.rpc('rename', { old_path: `${dir}/source`, new_path: `${dir}/target`, overwrite: true });
+        await sleep(700);
+        t.equal(await readStart(handle), 'the replaced file\n', 'the descriptor reads the replaced file');
+        t.equal(await fstatSize(handle), 'the replaced file\n'.length, 'fstat gives its size');
+        t.equal(await readFile(`${mnt}${dir}/target`, 'utf8'), 'the file renamed over it, longer\n', 'a new open reads the renamed file');
+      } finally {
+        await handle.close();
+      }
+      const names = async () => (await sh(`ls -A '${mnt}'`)).stdout.split('\n').filter((n) => n.startsWith('.fuse_hidden'));
+      t.ok(await eventually(async () => (await names()).length === 0, 2000, 20), 'no hidden name is left once it is closed');
+      t.same((await d.rpc('exists', { path: `${dir}/source` })).exists, false, 'the source is gone from the store');
+      t.equal(Buffer.from((await d.rpc('read', { path: `${dir}/target` })).data, 'base64').toString(), 'the file renamed over it, longer\n',
+        'and the target holds the renamed file (the replaced one\'s close stored nothing)');
+    });
+  }
+
+  t.test('daemon mount: a program appending to a file that RPC renames meanwhile: its bytes follow the file, the old name does not come back', async (t) => {
+    const dir = unique('ren-write');
+    await d.rpc('write', { path: `${dir}/f`, content: bytes('original\n') });
+    const handle = await open(`${d.mnt}${dir}/f`, 'a');
+    try {
+      await handle.write('appended by a program\n');
+      await d.rpc('rename', { old_path: `${dir}/f`, new_path: `${dir}/g` });
+      await handle.write('more\n');
+    } finally {
+      await handle.close();
+    }
+    const g = Buffer.from((await d.rpc('read', { path: `${dir}/g` })).data, 'base64').toString();
+    t.equal(g, 'original\nappended by a program\nmore\n', 'every byte written through the descriptor is in the renamed file');
+    t.same((await d.rpc('exists', { path: `${dir}/f` })).exists, false, 'the old name is not brought back');
+  });
 
   t.test('nothing can be stored below /.versions by RPC, where every mount shows the history', async (t) => {
     // Stored there, a file showed in RPC list/glob and could never be seen in a mount.

@@ -153,11 +153,11 @@ export function notificationsFor(event: ChangeEvent, byNodeTable = false): Notif
     out.push({ path: parent, message: invalInodeMessage(0, true) });
   };
   // The file itself first, while its name still leads to the inode the kernel has. With the
-  // binding's node table (no lookup through the mount), also a first version and a rename's
-  // target: the node the kernel holds for that name may be a file deleted or replaced meanwhile,
-  // whose pages it would keep where size and mtime match (auto_cache).
+  // binding's node table (no lookup through the mount), also a first version: the node the kernel
+  // holds for that name may be a file deleted meanwhile, whose pages it would keep where size and
+  // mtime match (auto_cache). (A rename's target needs nothing: the table gives the name to the
+  // renamed node, FuseFileSystem's followRenames, and the node it replaced no longer has it.)
   if (event.type === 'write' && (event.version !== 1 || byNodeTable)) content(event.path);
-  if (event.type === 'rename' && event.new_path !== undefined && byNodeTable) content(event.new_path);
   // A name created, removed, or now naming something else (a symlink replaced by a file).
   name(event.path);
   if (event.type === 'rename' && event.new_path !== undefined) name(event.new_path);

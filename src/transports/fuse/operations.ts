@@ -191,6 +191,8 @@ export class FuseFileSystem {
   readonly #pendingDeletes = new Map<string, PendingDelete>();
   readonly #unsubscribe: () => void;
   readonly #own = new OwnChanges();
+  /** The binding's node table's follower of other faces' renames, where it keeps one. */
+  #renamed: ((from: string, to: string) => string) | undefined;
   readonly #onExternalChange: ((event: ChangeEvent) => void) | undefined;
   /** Hashes written chunks while files are written, when the backend reuses the hashes. */
   readonly #hasher: ChunkHasher | undefined;
@@ -519,16 +521,57 @@ export class FuseFileSystem {
     return this.#statOf({ kind: 'dir', size: 0, mtime: this.#mountedAt, ctime: this.#mountedAt });
   }
 
+  /** Follow other faces' renames in the binding's node table ({@link NativeMount.renamed}). */
+  followRenames(renamed: (from: string, to: string) => string): void {
+    this.#renamed = renamed;
+  }
+
   #onChange(event: ChangeEvent): void {
     const exact = this.#backend.isOwnChange?.(event);
     let own = exact ?? false;
+    if (exact === undefined) {
+      for (const path of [event.path, event.new_path]) {
+        if (path !== undefined) own ||= this.#own.isOwn(path, event.type === 'write' ? commitMark(event) : undefined);
+      }
+    }
+    // Another face's rename: what is open below the old path goes on under the new one, as after
+    // a rename through the mount (before the kernel is told, whose notifications look the new
+    // names up in the node table).
+    if (!own && event.type === 'rename' && event.new_path !== undefined && this.#renamed) this.#followRename(event.path, event.new_path);
     for (const path of [event.path, event.new_path]) {
       if (path === undefined) continue;
-      if (exact === undefined) own ||= this.#own.isOwn(path, event.type === 'write' ? commitMark(event) : undefined);
       const file = this.#files.get(path);
       if (file && !file.changed && (event.version === undefined || event.version !== file.baseVersion)) file.stale = true;
     }
     if (!own) this.#onExternalChange?.(event);
+  }
+
+  /**
+   * Another face renamed `from` to `to`. The binding's node table follows (so the kernel's
+   * requests for what it holds there come with the new paths), and so do the open files: one the
+   * rename replaced at `to` is hidden, as the binding hid it (its descriptors read what they read,
+   * and nothing of it is stored again), and those at or below `from` move to `to`, where their
+   * next commit stores what was written through them.
+   */
+  #followRename(from: string, to: string): void {
+    const hidden = this.#renamed!(from, to);
+    const replaced = this.#files.get(to);
+    if (replaced && !isWithin(to, from)) {
+      replaced.orphan = true;
+      this.#files.delete(to);
+      if (hidden) {
+        replaced.path = hidden;
+        this.#files.set(hidden, replaced);
+      } else if (replaced.handles.size === 0) {
+        void replaced.dispose();
+      }
+    }
+    for (const [p, file] of [...this.#files]) {
+      if (!isWithin(p, from) || file.orphan) continue;
+      this.#files.delete(p);
+      file.moveTo(to + p.slice(from.length));
+      this.#files.set(file.path, file);
+    }
   }
 
   /**
