@@ -38,6 +38,7 @@ import { cacheDropper } from './native/fuse.js';
 import { LocalBackend as FuseLocalBackend } from './transports/fuse/local.js';
 import { FuseJournal } from './transports/fuse/journal.js';
 import { VERSION } from './version.js';
+import { lockDataDir } from './core/data-lock.js';
 
 export interface Services {
   readonly store: LmdbStore;
@@ -108,6 +109,7 @@ export class Daemon {
   readonly #clock: (() => number) | undefined;
   readonly #sweepEveryMs: number;
   #sweeper: NodeJS.Timeout | undefined;
+  #unlock: (() => Promise<void>) | undefined;
 
   /**
    * `opts.clock` replaces Date.now for expiry decisions (tests); production passes nothing.
@@ -138,6 +140,8 @@ export class Daemon {
 
   async #start(): Promise<AddressInfo> {
     const { config, log } = this;
+    // Before the store and the FUSE journal are opened: a second daemon must not touch them.
+    this.#unlock = await lockDataDir(config.dataDir);
     const services = buildServices(config.dataDir, log, {
       authType: config.authType, enforcePermissions: config.enforcePermissions, clock: this.#clock,
     });
@@ -147,6 +151,8 @@ export class Daemon {
     // as they complete): a crash or a stop left their holds; nothing else references them.
     const dropped = await services.fs.dropPendingHolds();
     if (dropped > 0) log.info({ holds: dropped }, 'dropped chunk holds of files left uncommitted');
+    // Before the saved mounts: none may have its host directory in or around the FUSE mount point.
+    if (config.mount) await services.mounts.setFuseMountDir(config.mount);
     await services.mounts.activateSaved();
     // Closes the in-process mount answered but had not committed when the daemon stopped (kill -9).
     this.#fuseJournal = await FuseJournal.recover({ dataDir: config.dataDir, fs: services.fs, log: log.child({ component: 'fuse' }) });
@@ -210,6 +216,7 @@ export class Daemon {
     await this.#services?.views.close();
     await this.#services?.fs.close();
     await this.#services?.store.close();
+    await this.#unlock?.();
     this.log.info('svc stopped');
     this.log.flush?.();
   }

@@ -9,7 +9,7 @@ import type { Argv } from 'yargs';
 import { resolve } from 'node:path';
 import { clientSettings, LOG_LEVELS } from '../config.js';
 import { createLogger } from '../core/log.js';
-import { forceUnmount, FuseUnavailableError } from '../native/fuse.js';
+import { forceUnmount, FuseUnavailableError, mountedType } from '../native/fuse.js';
 
 /** Register `svc mount` and `svc unmount`. */
 export function mountCommand(cli: Argv): Argv {
@@ -28,7 +28,7 @@ export function mountCommand(cli: Argv): Argv {
         const log = createLogger(args['log-level']);
         const dir = resolve(args.dir);
         // Loaded here: other commands should not pay for the FUSE modules.
-        const { RemoteBackend } = await import('../transports/fuse/remote.js');
+        const { RemoteBackend, UnreachableError } = await import('../transports/fuse/remote.js');
         const { FuseMount } = await import('../transports/fuse/mount.js');
         const backend = new RemoteBackend({ url: settings.url, apiKey: settings.apiKey, log: log.child({ component: 'remote' }) });
         const mount = new FuseMount({
@@ -45,7 +45,8 @@ export function mountCommand(cli: Argv): Argv {
         } catch (err) {
           console.error(`svc mount: ${(err as Error).message}`);
           await mount.stop().catch(() => undefined);
-          process.exit(err instanceof FuseUnavailableError ? 2 : 1);
+          // README: exit 3 when the daemon cannot be reached, as for every client command.
+          process.exit(err instanceof FuseUnavailableError ? 2 : err instanceof UnreachableError ? 3 : 1);
         }
         console.log(`svc mounted ${settings.url} at ${dir}`);
         const shutdown = (signal: string) => {
@@ -69,6 +70,13 @@ export function mountCommand(cli: Argv): Argv {
       async (args) => {
         const dir = resolve(args.dir);
         try {
+          // Only FUSE mounts: run as root, fusermount (and umount) would detach any file system.
+          const type = await mountedType(dir);
+          if (type !== undefined && !/^fuse(blk)?(\.|$)/.test(type)) {
+            console.error(`svc unmount: ${dir} is not a FUSE mount (it is ${type}); left as it is`);
+            process.exitCode = 1;
+            return;
+          }
           if (!(await forceUnmount(dir))) {
             console.error(`svc unmount: nothing is mounted at ${dir}`);
             process.exitCode = 1;

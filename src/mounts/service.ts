@@ -7,7 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { homedir } from 'node:os';
-import { isAbsolute, resolve } from 'node:path';
+import { isAbsolute, resolve, sep } from 'node:path';
+import { mountTablePath } from '../native/fuse.js';
 import { z } from 'zod';
 import type { Logger } from '../core/log.js';
 import type { MetadataStore, Table } from '../store/types.js';
@@ -75,6 +76,17 @@ export class MountService {
   readonly #active = new Map<string, ActiveMount>();
   /** Active mounts in routing order: priority descending, then longest mount point. */
   #order: ActiveMount[] = [];
+  /**
+   * The daemon's own FUSE mount point (`svc serve --mount`), real path: a host directory inside it
+   * would have the daemon call into its own mount (synchronous calls deadlock it), and one holding
+   * it would mirror the mount into itself without end.
+   */
+  #fuseDir: string | undefined;
+
+  /** Refuse host directories that overlap the daemon's own FUSE mount point at `dir`. */
+  async setFuseMountDir(dir: string): Promise<void> {
+    this.#fuseDir = await mountTablePath(dir);
+  }
 
   constructor(deps: { store: MetadataStore; fs: FsService; log: Logger }) {
     this.#fs = deps.fs;
@@ -100,6 +112,12 @@ export class MountService {
       throw new ValidationError(`Backend type '${spec.backend_type}' is not available yet: only 'local' mounts can be activated`, {
         backend_type: spec.backend_type,
       });
+    }
+    if (this.#fuseDir !== undefined) {
+      const host = await mountTablePath(spec.backend_config.data_dir as string);
+      if (isWithinHost(host, this.#fuseDir) || isWithinHost(this.#fuseDir, host)) {
+        throw new ValidationError(`Cannot mount ${spec.backend_config.data_dir as string}: it overlaps the daemon's own FUSE mount at ${this.#fuseDir}`, { path: spec.mount_point });
+      }
     }
     const active: ActiveMount = { spec, backend: undefined as unknown as LocalBackend };
     active.backend = new LocalBackend(spec.mount_point, spec.backend_config.data_dir as string, {
@@ -304,4 +322,8 @@ function recordOf(spec: MountSpec): MountRecord {
 function savedOf(s: StoredSaved): SavedMount {
   const { created, ...rest } = s;
   return { ...rest, created_at: new Date(created) };
+}
+
+function isWithinHost(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
 }

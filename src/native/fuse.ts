@@ -38,6 +38,8 @@ import { execFile } from 'node:child_process';
 import { existsSync, fstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { readFile, realpath } from 'node:fs/promises';
+import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 
 /** Attributes of one entry, as fuse-native encodes them (times in ms since the epoch). */
 export interface FuseStat {
@@ -709,6 +711,56 @@ export class NativeMount {
     this.#device = undefined;
     return this.#impl.unmount();
   }
+}
+
+/**
+ * `dir` as the mount table names it: symbolic links in the directories above it resolved (the
+ * kernel records the real path). The last name itself is not resolved: it may be a stale mount,
+ * which answers ENOTCONN, or this process's own mount, which it must never touch. Missing
+ * directories above it are kept as given.
+ */
+export async function mountTablePath(dir: string): Promise<string> {
+  const target = resolvePath(dir);
+  const rest: string[] = [basename(target)];
+  let parent = dirname(target);
+  for (;;) {
+    try {
+      return join(await realpath(parent), ...rest);
+    } catch {
+      const up = dirname(parent);
+      if (up === parent) return target;
+      rest.unshift(basename(parent));
+      parent = up;
+    }
+  }
+}
+
+/** `/proc/self/mountinfo` escapes space, tab, newline and backslash as octal. */
+function unescapeMountPath(s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8)));
+}
+
+/**
+ * The type of the file system mounted at `dir` ("fuse.svc", "fuseblk", "tmpfs" ...), read from
+ * /proc/self/mountinfo without touching `dir`; undefined when nothing is mounted there.
+ */
+export async function mountedType(dir: string): Promise<string | undefined> {
+  const target = await mountTablePath(dir);
+  let table: string;
+  try {
+    table = await readFile('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return undefined;
+  }
+  let type: string | undefined;
+  for (const line of table.split('\n')) {
+    const fields = line.split(' ');
+    if (fields.length > 4 && unescapeMountPath(fields[4]!) === target) {
+      const dash = fields.indexOf('-');
+      type = dash > 0 ? fields[dash + 1] : 'unknown'; // the last one listed is the one on top
+    }
+  }
+  return type;
 }
 
 /**

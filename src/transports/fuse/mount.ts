@@ -12,10 +12,10 @@
  * only a mount found there before this one is made is probed (statfs), asynchronously, to tell
  * whether it is live.
  */
-import { mkdir, readdir, readFile, statfs } from 'node:fs/promises';
+import { mkdir, readdir, statfs } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Logger } from '../../core/log.js';
-import { forceUnmount, fuseSupport, FuseUnavailableError, NativeMount, type FuseBinding } from '../../native/fuse.js';
+import { forceUnmount, fuseSupport, FuseUnavailableError, mountedType, NativeMount, type FuseBinding } from '../../native/fuse.js';
 import type { FuseBackend } from './backend.js';
 import { FuseFileSystem } from './operations.js';
 import { KernelCache } from './kernel-cache.js';
@@ -49,11 +49,6 @@ export interface FuseMountOptions {
   onDetached?: () => void;
 }
 
-/** `/proc/self/mountinfo` escapes space, tab, newline and backslash as octal. */
-function unescapeMountPath(s: string): string {
-  return s.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8)));
-}
-
 /**
  * Whether the file system mounted at `dir` answers. A mount left by a crashed server answers
  * "Transport endpoint is not connected" at once; one that does not answer within
@@ -78,17 +73,7 @@ async function isLiveMount(dir: string): Promise<boolean> {
 
 /** Whether something is mounted at `dir` (read from the mount table, without touching `dir`). */
 export async function isMountPoint(dir: string): Promise<boolean> {
-  const target = resolve(dir);
-  let table: string;
-  try {
-    table = await readFile('/proc/self/mountinfo', 'utf8');
-  } catch {
-    return false;
-  }
-  return table.split('\n').some((line) => {
-    const fields = line.split(' ');
-    return fields.length > 4 && unescapeMountPath(fields[4]!) === target;
-  });
+  return (await mountedType(dir)) !== undefined;
 }
 
 export class FuseMount {

@@ -30,10 +30,22 @@ import type { CommitOptions, CommitPiece, CommitResult, FuseBackend, NodeInfo, S
  */
 const ATTR_TTL_MS = 400;
 const RECONNECT_MS = 1000;
+/** The change watch pings the daemon this often… */
+const PING_MS = 1500;
+/**
+ * …and a daemon silent for this long (no pong, no event) is taken as not answering: the calls
+ * waiting for it fail (EIO), and new ones fail at once, until it answers a ping again. A daemon
+ * that is hung, stopped, or behind a network that drops packets would otherwise hold every access
+ * of the mount for the RPC client's 120 s, in the kernel, where Ctrl-C cannot end it.
+ */
+const SILENT_MS = 5000;
 /** Parts of one upload sent at the same time. */
 const UPLOAD_WINDOW = 4;
 /** What statfs reports: the daemon's disk is not visible over RPC. */
 const REPORTED_SPACE: SpaceInfo = { blockSize: 4096, blocks: 2 ** 32 - 1, blocksFree: 2 ** 31, files: 2 ** 32 - 1, filesFree: 2 ** 31 };
+
+/** The error a remote mount's start fails with when its daemon cannot be reached (`svc mount` exits 3 then, as every client command does). */
+export class UnreachableError extends Error {}
 
 export interface RemoteBackendOptions {
   url: string;
@@ -71,11 +83,20 @@ export class RemoteBackend implements FuseBackend {
   #ws: WebSocket | undefined;
   #closed = false;
   #reconnect: NodeJS.Timeout | undefined;
+  /** Aborted while the daemon is silent (SILENT_MS); a new one once it answers again. */
+  #silent = new AbortController();
+  #lastHeard = Date.now();
+  #pinger: NodeJS.Timeout | undefined;
 
   constructor(opts: RemoteBackendOptions) {
     this.#opts = opts;
     this.description = opts.url;
-    this.#client = new SvcClient({ url: opts.url, apiKey: opts.apiKey, fetch: opts.fetch });
+    const fetchOf = opts.fetch ?? fetch;
+    this.#client = new SvcClient({
+      url: opts.url, apiKey: opts.apiKey,
+      // Every call also ends when the daemon is found silent (SILENT_MS).
+      fetch: (input, init) => fetchOf(input, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, this.#silent.signal]) : this.#silent.signal }),
+    });
   }
 
   /** Check the daemon answers and serves the POSIX methods, and start watching its changes. */
@@ -87,7 +108,7 @@ export class RemoteBackend implements FuseBackend {
       if (err instanceof RpcError && err.code === -32003) {
         throw new Error(`the daemon at ${this.#opts.url} refused the credentials (--api-key / SVC_API_KEY): ${err.message}`);
       }
-      throw new Error(`cannot reach the daemon at ${this.#opts.url}: ${(err as Error).message}`);
+      throw new UnreachableError(`cannot reach the daemon at ${this.#opts.url}: ${(err as Error).message}`);
     }
     const missing = ['stat', 'readdir', 'read_range', 'set_attributes', 'symlink', 'upload_begin', 'upload_part', 'upload_commit', 'upload_abort'].filter((m) => !methods.includes(m));
     if (missing.length) throw new Error(`the daemon at ${this.#opts.url} is too old to be mounted (no ${missing.join(', ')})`);
@@ -125,8 +146,15 @@ export class RemoteBackend implements FuseBackend {
     return this.#stored(path, info.version!, info.size, info.etag!);
   }
 
-  /** Nothing to ask over RPC: a refused write surfaces when the file is flushed. */
-  async checkWritable(): Promise<void> {}
+  /**
+   * Asked at open(2), as a local disk refuses there: an upload begun and abandoned is checked by
+   * the daemon as the commit will be (permissions, read-only svc mounts, parsed views). A refusal
+   * found only at the flush is lost on programs that do not check close() (a shell's `>`).
+   */
+  async checkWritable(path: string): Promise<void> {
+    const { upload_id } = await this.#call('upload_begin', { path });
+    await this.#call('upload_abort', { upload_id }).catch(() => undefined);
+  }
 
   async commit(path: string, pieces: CommitPiece[], opts: CommitOptions = {}): Promise<CommitResult> {
     this.#invalidate(path);
@@ -216,6 +244,7 @@ export class RemoteBackend implements FuseBackend {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#reconnect);
+    clearInterval(this.#pinger);
     this.#ws?.close();
   }
 
@@ -272,6 +301,15 @@ export class RemoteBackend implements FuseBackend {
     };
   }
 
+  /** The daemon answered on the watch: calls go to it again. */
+  #heard(): void {
+    this.#lastHeard = Date.now();
+    if (this.#silent.signal.aborted) {
+      this.#silent = new AbortController();
+      this.#opts.log.info({ url: this.#opts.url }, 'the daemon answers again');
+    }
+  }
+
   #invalidate(path: string): void {
     this.#generation++;
     this.#cache.delete(path);
@@ -299,10 +337,22 @@ export class RemoteBackend implements FuseBackend {
       let opened = false;
       ws.on('open', () => {
         opened = true;
+        this.#heard();
+        clearInterval(this.#pinger);
+        this.#pinger = setInterval(() => {
+          if (Date.now() - this.#lastHeard > SILENT_MS && !this.#silent.signal.aborted) {
+            this.#opts.log.warn({ url: this.#opts.url, silentMs: Date.now() - this.#lastHeard }, 'the daemon stopped answering; failing calls until it answers again');
+            this.#silent.abort(new Error(`the daemon at ${this.#opts.url} stopped answering`));
+          }
+          ws.ping();
+        }, PING_MS);
+        this.#pinger.unref();
         ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'watch', params: { path: '/', recursive: true } }));
         resolve();
       });
+      ws.on('pong', () => this.#heard());
       ws.on('message', (data) => {
+        this.#heard();
         let msg: { id?: number; result?: unknown; method?: string; params?: ChangeEvent };
         try {
           msg = JSON.parse(data.toString());
@@ -318,6 +368,7 @@ export class RemoteBackend implements FuseBackend {
       });
       ws.on('error', (err) => this.#opts.log.debug({ err }, 'change watch connection error'));
       ws.on('close', () => {
+        clearInterval(this.#pinger);
         // Whatever happened while disconnected is unknown: forget every cached attribute.
         this.#generation++;
         this.#cache.clear();
