@@ -313,7 +313,7 @@ const CODE_DOCS: Record<CodeName, CodeDoc> = {
   },
   INVALID_PATH: {
     meaning: 'invalid path format',
-    when: 'A malformed path: empty, NUL or control characters, `.` or `..` segments, a component with leading or trailing spaces, a component over 255 bytes or a path over 4096 bytes, `/` where a file is meant, removing `/`.',
+    when: 'A malformed path: empty, NUL or control characters, `.` or `..` segments, a component with leading or trailing spaces, a component over 255 bytes or a path over 1,900 bytes (the store keys entries and versions by path, and LMDB takes keys of at most 1,978 bytes), `/` where a file is meant, removing `/`.',
     data: '`{path}` as sent; `errno: "ENAMETOOLONG"` for over-long names',
   },
   ACCESS_DENIED: {
@@ -322,11 +322,11 @@ const CODE_DOCS: Record<CodeName, CodeDoc> = {
   },
   PERMISSION_ERROR: {
     meaning: 'permission denied',
-    when: 'Authenticated but not allowed: a non-admin calling an admin method, a ReBAC denial, a write to a read-only mount, an `X-Svc-Subject` the credential may not act as. On `GET` routes it is HTTP 403.',
+    when: 'Authenticated but not allowed: a non-admin calling an admin method, a ReBAC denial, a write to a read-only mount, anything stored at or below `/.versions` (every FUSE mount shows the version history there; `data.errno` `EROFS`), an `X-Svc-Subject` the credential may not act as. On `GET` routes it is HTTP 403.',
   },
   VALIDATION_ERROR: {
     meaning: 'validation failed',
-    when: 'A semantically invalid request: directory not empty (`rmdir` without `recursive`), a file where a directory is needed or the reverse, a computed relation in `rebac_create`, demoting the last admin key, a bad namespace config, a sandbox in the wrong state.',
+    when: 'A semantically invalid request: directory not empty (`rmdir` without `recursive`), a file where a directory is needed or the reverse, a computed relation in `rebac_create`, demoting the last admin key, a bad namespace config, a sandbox in the wrong state, a storage mount whose host directory is in or around the daemon\'s own FUSE mount point.',
     data: '`{path}`; `errno` (`ENOTEMPTY`, `ENOTDIR`, `EISDIR`) when the failure has a POSIX meaning',
   },
   CONFLICT: {

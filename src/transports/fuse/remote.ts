@@ -344,7 +344,8 @@ export class RemoteBackend implements FuseBackend {
             this.#opts.log.warn({ url: this.#opts.url, silentMs: Date.now() - this.#lastHeard }, 'the daemon stopped answering; failing calls until it answers again');
             this.#silent.abort(new Error(`the daemon at ${this.#opts.url} stopped answering`));
           }
-          ws.ping();
+          // Not while closing (ping would throw): the close reconnects.
+          if (ws.readyState === WebSocket.OPEN) ws.ping();
         }, PING_MS);
         this.#pinger.unref();
         ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'watch', params: { path: '/', recursive: true } }));
