@@ -538,12 +538,26 @@ export class FuseFileSystem {
     // a rename through the mount (before the kernel is told, whose notifications look the new
     // names up in the node table).
     if (!own && event.type === 'rename' && event.new_path !== undefined && this.#renamed) this.#followRename(event.path, event.new_path);
+    // Another face's delete (of the file, or of a directory above it): what is open there is
+    // unlinked, as by an unlink through the mount. Its descriptors go on, and its close stores
+    // nothing: the acknowledged delete is not undone by a close that follows it.
+    if (!own && (event.type === 'delete' || event.type === 'rmdir')) this.#followDelete(event.path);
     for (const path of [event.path, event.new_path]) {
       if (path === undefined) continue;
       const file = this.#files.get(path);
       if (file && !file.changed && (event.version === undefined || event.version !== file.baseVersion)) file.stale = true;
     }
     if (!own) this.#onExternalChange?.(event);
+  }
+
+  /** Another face deleted `path` (a file, or a directory with everything below it). */
+  #followDelete(path: string): void {
+    for (const [p, file] of [...this.#files]) {
+      if (!isWithin(p, path) || file.orphan || file.isNew) continue;
+      file.orphan = true;
+      this.#files.delete(p);
+      if (file.handles.size === 0) void file.dispose();
+    }
   }
 
   /**
