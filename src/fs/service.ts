@@ -305,6 +305,8 @@ export class FsService {
   readonly #guards: MutationGuard[] = [];
   readonly #hooks: CommitHook[] = [];
   readonly #barriers: Barrier[] = [];
+  /** Renames and removals under way for a client, from their start to their publication ({@link movesUnderway}). */
+  readonly #moves = new Set<{ paths: readonly string[]; face: object | undefined; done: Promise<void> }>();
   readonly #grepper: Grepper;
 
   constructor(deps: { store: MetadataStore; blobs: BlobStore; events: EventBus; grep?: GrepperOptions }) {
@@ -439,6 +441,32 @@ export class FsService {
 
   readonly #shownStored: ShownEntry = (p) => this.stat(p);
 
+  /**
+   * Resolves once the renames and removals under way of `path` or a directory above it (from their
+   * start to their change events' publication) are done; undefined when there are none.
+   * A face that commits a path it resolved earlier (the FUSE mount's open files, which follow
+   * another face's rename or delete when its event arrives) waits for it first, so that a close
+   * racing such a change commits where the change left the file, not at the name it had. Those
+   * made by `face` itself ({@link ChangeOrigin.face}) are not waited for: it moves its own files.
+   */
+  movesUnderway(path: string, face?: object): Promise<void> | undefined {
+    if (this.#moves.size === 0) return undefined;
+    const waits = [...this.#moves].filter((m) => m.face !== face && m.paths.some((p) => isWithin(path, p))).map((m) => m.done);
+    return waits.length === 0 ? undefined : Promise.all(waits).then(() => undefined);
+  }
+
+  /** Record a rename or removal under way (unless the face answered it already: the FUSE queue's); returns its end. */
+  #moving(origin: ChangeOrigin, paths: readonly string[]): () => void {
+    if (origin.answered) return noop;
+    let end!: () => void;
+    const move = { paths, face: origin.face, done: new Promise<void>((resolve) => (end = resolve)) };
+    this.#moves.add(move);
+    return () => {
+      this.#moves.delete(move);
+      end();
+    };
+  }
+
   /** Add a hook awaited after every commit, before the change is answered and published. */
   addCommitHook(hook: CommitHook): void {
     this.#hooks.push(hook);
@@ -566,6 +594,8 @@ export class FsService {
   async writeChunks(path: string, pieces: readonly ContentPiece[], opts: WriteChunksOptions = {}): Promise<WriteResult> {
     const p = normalizeFilePath(path);
     await this.#pastBarriers(opts);
+    // From here to the transaction nothing awaits: a rename or removal that starts later commits after it.
+    if (opts.face !== undefined && this.movesUnderway(p, opts.face)) throw new MoveUnderwayError(p);
     const settle = this.#check(opts, 'write', [p], false);
     try {
       const { etag, size, chunks } = hashPieces(pieces, opts.etag);
@@ -830,13 +860,18 @@ export class FsService {
 
   async delete(path: string, origin: ChangeOrigin = {}): Promise<void> {
     const p = normalizeFilePath(path);
-    await this.#pastBarriers(origin);
-    const settle = this.#check(origin, 'delete', [p], false);
+    const moved = this.#moving(origin, [p]);
     try {
-      await this.#transact(origin, () => this.#deleteFile(p));
-      await this.#commit([{ type: 'delete', path: p, at: iso(Date.now()) }], origin);
+      await this.#pastBarriers(origin);
+      const settle = this.#check(origin, 'delete', [p], false);
+      try {
+        await this.#transact(origin, () => this.#deleteFile(p));
+        await this.#commit([{ type: 'delete', path: p, at: iso(Date.now()) }], origin);
+      } finally {
+        settle();
+      }
     } finally {
-      settle();
+      moved();
     }
   }
 
@@ -849,6 +884,15 @@ export class FsService {
   async rename(oldPath: string, newPath: string, origin: { overwrite?: boolean | undefined } & ChangeOrigin = {}): Promise<void> {
     const from = normalizeFilePath(oldPath);
     const to = normalizeFilePath(newPath);
+    const moved = this.#moving(origin, [from, to]);
+    try {
+      await this.#rename(from, to, origin);
+    } finally {
+      moved();
+    }
+  }
+
+  async #rename(from: string, to: string, origin: { overwrite?: boolean | undefined } & ChangeOrigin): Promise<void> {
     await this.#pastBarriers(origin);
     const settle = this.#check(origin, 'rename', [from, to], true);
     try {
@@ -900,13 +944,18 @@ export class FsService {
   async rmdir(path: string, opts: { recursive?: boolean } & ChangeOrigin = {}): Promise<void> {
     const p = normalizePath(path);
     if (p === '/') throw new InvalidPathError('The root directory cannot be removed', path);
-    await this.#pastBarriers(opts);
-    const settle = this.#check(opts, 'rmdir', [p], true);
+    const moved = this.#moving(opts, [p]);
     try {
-      await this.#transact(opts, () => this.#removeDir(p, opts.recursive ?? false));
-      await this.#commit([{ type: 'rmdir', path: p, at: iso(Date.now()) }], opts);
+      await this.#pastBarriers(opts);
+      const settle = this.#check(opts, 'rmdir', [p], true);
+      try {
+        await this.#transact(opts, () => this.#removeDir(p, opts.recursive ?? false));
+        await this.#commit([{ type: 'rmdir', path: p, at: iso(Date.now()) }], opts);
+      } finally {
+        settle();
+      }
     } finally {
-      settle();
+      moved();
     }
   }
 
@@ -1416,6 +1465,17 @@ export class FsService {
     }
     for (const e of events) this.#events.publish(e);
     if (failure) throw failure;
+  }
+}
+
+/**
+ * A face's write of a path another face is renaming or removing at that moment
+ * ({@link FsService.movesUnderway}): the face waits for that change, then writes where it left
+ * the file. Never reaches a client.
+ */
+export class MoveUnderwayError extends Error {
+  constructor(readonly path: string) {
+    super(`${path} is being renamed or removed by another face`);
   }
 }
 

@@ -196,6 +196,12 @@ export interface FuseBackend {
    */
   onLostChanges?(listener: () => void): () => void;
   /**
+   * Resolves once another face's renames and removals under way of `path` or a directory above it
+   * are done and their events delivered (FsService.movesUnderway); undefined when there are none.
+   * Where the backend cannot tell (a remote mount), absent.
+   */
+  movesUnderway?(path: string): Promise<void> | undefined;
+  /**
    * Whether `event` is a change this backend made, where it can tell exactly (the in-process
    * backend: FsService.madeBy). Absent: the mount tells by the paths it is changing or changed
    * moments ago (transports/fuse/kernel-cache, OwnChanges).

@@ -35,7 +35,7 @@ import type { ChangeEvent, EventBus } from '../../core/events.js';
 import type { Logger } from '../../core/log.js';
 import { parentOf } from '../../core/paths.js';
 import { hasInline, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord } from '../../fs/records.js';
-import { CHUNK_SIZE, type AttributeChanges, type FsService, type HoldRequest, type MutationKind, type ShownEntry } from '../../fs/service.js';
+import { CHUNK_SIZE, MoveUnderwayError, type AttributeChanges, type FsService, type HoldRequest, type MutationKind, type ShownEntry } from '../../fs/service.js';
 import { ExistsError, NotFoundError, ValidationError } from '../../core/errors.js';
 import {
   zeroChunkHash, type CommitOptions, type CommitPiece, type CommitResult, type FuseBackend, type NodeInfo, type SpaceInfo, type StoredContent,
@@ -202,6 +202,10 @@ export class LocalBackend implements FuseBackend {
 
   async stat(path: string): Promise<NodeInfo | undefined> {
     return this.#statNow(path);
+  }
+
+  movesUnderway(path: string): Promise<void> | undefined {
+    return this.#fs.movesUnderway(path, this);
   }
 
   /** The entry at `path` as the mount sees it: a queued change, else the stored entry. */
@@ -521,6 +525,10 @@ export class LocalBackend implements FuseBackend {
     await this.#roomInJournal(journal);
     // A copy: the caller's buffers may change once this returns.
     const data = piece ? Buffer.from(piece.readSync?.() ?? await piece.read()) : NO_DATA;
+    // Queued while another face renames or removes the path, it would be committed after that
+    // change, at the old name: the caller waits for the change and commits where it left the file.
+    // A change that starts after the queueing drains the queue first.
+    if (this.#fs.movesUnderway(path, this)) throw new MoveUnderwayError(path);
     // From here to the queueing nothing awaits: the version foreseen is the one the batch gives.
     // A provisional commit of the path still queued is replaced: this close takes its version (and
     // the attributes folded into it); its records stay in the journal, named by this one's, which a

@@ -29,7 +29,7 @@ import { memoryPiece, type FuseBackend, type NodeInfo, type StoredContent } from
 import { ChunkHasher } from './hasher.js';
 import { ChunkHolds, type HoldingBackend } from './chunk-holds.js';
 import { OpenFile } from './open-file.js';
-import { CHUNK_SIZE } from '../../fs/service.js';
+import { CHUNK_SIZE, MoveUnderwayError } from '../../fs/service.js';
 import { OwnChanges, commitMark } from './kernel-cache.js';
 import { isVersionsPath, listVersionsDir, resolveVersionsPath, VERSIONS_DIR, type VersionsTarget } from './versions.js';
 
@@ -441,9 +441,31 @@ export class FuseFileSystem {
 
   async #commit(file: OpenFile, provisional = false): Promise<void> {
     await file.commit(
-      (path, pieces, attributes, modified, etag) => this.#backend.commit(path, pieces, { attributes, modified, etag, provisional }),
-      (path, version) => this.#backend.versionContent(path, version),
+      async (_path, pieces, attributes, modified, etag) => {
+        // Another face renaming or deleting the file (or a directory above it) right now: its
+        // event moves or unlinks the open file; commit where that leaves it, not at the old name.
+        for (;;) {
+          await this.#movesDone(file);
+          if (file.orphan) throw new PosixError('ENOENT');
+          try {
+            return await this.#backend.commit(file.path, pieces, { attributes, modified, etag, provisional });
+          } catch (err) {
+            // One started while this commit was on its way (the backend checks as it commits).
+            if (!(err instanceof MoveUnderwayError)) throw err;
+          }
+        }
+      },
+      async (path, version) => {
+        // Committed, then moved by another face before this reads it back: its current content there.
+        await this.#movesDone(file);
+        return file.path === path ? this.#backend.versionContent(path, version) : this.#backend.content(file.path);
+      },
     );
+  }
+
+  /** Until no other face is renaming or removing `file`'s path (or a directory above it): their events move or unlink it. */
+  async #movesDone(file: OpenFile): Promise<void> {
+    for (let wait = this.#backend.movesUnderway?.(file.path); wait; wait = this.#backend.movesUnderway?.(file.path)) await wait;
   }
 
   /** A path to look up: a malformed name cannot exist (ENOENT), except an over-long one. */
