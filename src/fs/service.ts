@@ -34,7 +34,7 @@ import { EtagAndChunks } from '../native/sha256.js';
 import type { BlobStore, MetadataStore, Table } from '../store/types.js';
 import type { EventBus, ChangeEvent } from '../core/events.js';
 import {
-  normalizePath, normalizeFilePath, parentOf, ancestorsOf, baseName, isWithin, relativeTo,
+  normalizePath, normalizeFilePath, parentOf, ancestorsOf, baseName, isWithin, relativeTo, MAX_PATH_BYTES,
 } from '../core/paths.js';
 import {
   ConflictError, ExistsError, InvalidParamsError, InvalidPathError, NotFoundError, ValidationError,
@@ -753,6 +753,23 @@ export class FsService {
     if (dst?.kind === 'dir' && first(this.#entries.keys({ ...childrenRange(to), limit: 1 })) !== undefined) {
       throw new ValidationError(`Directory not empty: ${to}`, { path: to, errno: 'ENOTEMPTY' });
     }
+    // Collect first: the ranges change under us as we move. Every new path is checked before
+    // anything is written: a descendant past the path limit would be unreachable (every face
+    // refuses such a path), and one past LMDB's key size threw half-way through the moves, which
+    // were committed all the same (the transaction's writes are not undone).
+    const below: [string, EntryRecord][] = [];
+    if (src.kind === 'dir') {
+      for (const range of subtreeRanges(from)) {
+        for (const { key, value } of this.#entries.range(range)) {
+          const path = keyPath(key);
+          const target = to + path.slice(from.length);
+          if (Buffer.byteLength(target) > MAX_PATH_BYTES) {
+            throw new ValidationError(`Path longer than ${MAX_PATH_BYTES} bytes: ${target}`, { path: to, errno: 'ENAMETOOLONG' });
+          }
+          below.push([path, value]);
+        }
+      }
+    }
     const missingParents = this.#checkParents(to, true);
     this.#createDirs(missingParents, now);
     if (dst?.kind === 'file' && src.kind === 'file') {
@@ -761,14 +778,7 @@ export class FsService {
     }
     if (dst) this.#entries.remove(entryKey(to));
     this.#move(from, to, src);
-    if (src.kind === 'dir') {
-      // Collect first: the ranges change under us as we move.
-      const below: [string, EntryRecord][] = [];
-      for (const range of subtreeRanges(from)) {
-        for (const { key, value } of this.#entries.range(range)) below.push([keyPath(key), value]);
-      }
-      for (const [path, rec] of below) this.#move(path, to + path.slice(from.length), rec);
-    }
+    for (const [path, rec] of below) this.#move(path, to + path.slice(from.length), rec);
     return missingParents;
   }
 

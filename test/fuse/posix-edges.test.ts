@@ -2,13 +2,13 @@
  * @module test/fuse/posix-edges
  * The mount at the edges of POSIX, each against what ext4 (a plain directory) does for the same
  * syscalls: sizes past what the daemon can hold (EFBIG), paths past what the store can key
- * (ENAMETOOLONG at once, never a directory made and then lost), times and the directory times
- * changes in it move.
+ * (ENAMETOOLONG at once, never a directory made and then lost, nor a directory renamed so that
+ * what is below it cannot be reached), and names ending in whitespace, which are their own names.
  */
 import t from 'tap';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fuseSkipReason, sh, startMountedDaemon, tempDir } from './harness.js';
+import { fuseSkipReason, sh, shOk, startMountedDaemon, tempDir } from './harness.js';
 
 const skip = fuseSkipReason();
 if (skip) console.log(`# ${skip}`);
@@ -75,4 +75,79 @@ print('stat', err(os.stat, deep))
     `mkdir refused at once, or the directory it made still exists a second later (got ${JSON.stringify(r.lines)})`);
   const log = d.output();
   t.notMatch(log, /Key size is larger than the maximum key size/, 'no failed commit in the daemon log');
+});
+
+t.test('a name ending in whitespace is its own name, never the name without it', { skip }, async (t) => {
+  // On a disk "c " and "c" are two names. The mount must either keep them apart or refuse the
+  // one with the space (docs/errors.md: EINVAL), but never act on "c" when asked about "c ".
+  const d = await startMountedDaemon(t);
+  const out = await shOk(`cd '${d.mnt}' && python3 -c "
+import os, json
+def do(f):
+    try: f(); return 'ok'
+    except OSError as e: return e.strerror
+res = []
+open('keep', 'w').write('precious')
+res.append(do(lambda: os.unlink('keep ')))                      # rm 'keep '
+res.append(do(lambda: os.unlink('keep\\u00a0')))                # a no-break space
+open('b', 'w').write('precious b'); open('new', 'w').write('new')
+res.append(do(lambda: os.rename('new', 'b ')))                  # mv new 'b '
+os.mkdir('sub'); os.mkdir('sub2'); open('sub2/f', 'w').write('f')
+res.append(do(lambda: os.rmdir('sub/\\u2028')))                 # a line separator, inside sub
+res.append(do(lambda: os.rename('sub2/\\u00a0', 'moved')))
+res.append(do(lambda: open('a ', 'w').write('A')))
+print(repr(res))
+print(open('keep').read() if os.path.exists('keep') else 'keep is gone')
+print(open('b').read() if os.path.exists('b') else 'b is gone')
+print(json.dumps(sorted(os.listdir('.'))))
+"`);
+  const [, keep, b, listing] = out.trim().split('\n');
+  t.equal(keep, 'precious', 'unlink of "keep " and "keep\\u00a0" leave "keep" alone');
+  t.equal(b, 'precious b', 'a rename onto "b " does not replace "b"');
+  const names = JSON.parse(listing!) as string[];
+  t.ok(names.includes('sub'), `rmdir of "sub/\\u2028" does not remove sub: ${listing}`);
+  t.ok(names.includes('sub2') && !names.includes('moved'), `rename of "sub2/\\u00a0" does not move sub2: ${listing}`);
+  t.notOk(names.includes('a'), `creating "a " makes no "a": ${listing}`);
+});
+
+t.test('renaming a directory whose deepest paths would pass the path limit keeps the whole tree reachable', { skip }, async (t) => {
+  // A tree whose deepest file sits at about 1,700 bytes from the mount's root, then its top
+  // directory renamed to a 250-byte name (the file's path: ~1,950 bytes, past the 1,900 the store
+  // takes), then moved one level further (~2,150: past LMDB's 1,978-byte keys). On a disk both
+  // succeed. The mount may refuse them (ENAMETOOLONG, docs/fuse.md), but every file must stay
+  // readable where the rename left it. The first rename succeeded and left the file unreachable
+  // (ENAMETOOLONG at every lookup); the second failed with EIO half done: the directories above
+  // the file moved, the deepest directory was lost, and the file was left at a path with no parents.
+  const d = await startMountedDaemon(t);
+  const out = await shOk(`cd '${d.mnt}' && python3 -c "
+import os, json
+p = 'a'
+os.mkdir(p)
+for i in range(7):
+    p += '/d%d' % i + 'x' * 240
+    os.mkdir(p)
+open(p + '/f', 'w').write('deep')
+rel = p[1:] + '/f'                                  # below the top directory
+res = []
+def find():
+    for top in os.listdir('.'):
+        for sub in ('', '/' + 'e' * 200):
+            try:
+                return open(top + sub + rel).read()
+            except OSError: pass
+    return None
+for to in ('b' * 250, 'c' * 250 + '/' + 'e' * 200):
+    frm = 'b' * 250 if os.path.isdir('b' * 250) else 'a'
+    if to.startswith('c'): os.mkdir('c' * 250)
+    try: os.rename(frm, to); r = 'ok'
+    except OSError as e: r = e.strerror
+    res.append([r, find()])
+print(json.dumps(res))
+"`);
+  const [[first, afterFirst], [second, afterSecond]] = JSON.parse(out) as [string, string | null][];
+  t.ok(first === 'ok' || first === 'File name too long', `first rename: ${first}`);
+  t.equal(afterFirst, 'deep', 'the file is readable where the first rename left it');
+  t.ok(second === 'ok' || second === 'File name too long', `second rename: ${second}`);
+  t.equal(afterSecond, 'deep', 'the file is readable where the second rename left it');
+  t.equal((await sh(`grep -c 'Key size is larger' <<'EOF'\n${d.output()}\nEOF`)).stdout.trim(), '0', 'no store error in the log');
 });

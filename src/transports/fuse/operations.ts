@@ -285,7 +285,10 @@ export class FuseFileSystem {
         return released.finally(() => this.#releasing.delete(released));
       }),
       unlink: (path, cb) => this.#run('unlink', path, cb, () => this.#unlink(path)),
-      rename: (from, to, cb, hiding) => this.#run('rename', from, cb, () => this.#rename(from, to, hiding)),
+      rename: (from, to, cb, hiding) => this.#run('rename', from, cb, () => {
+        checkExactName('create', to);
+        return this.#rename(from, to, hiding);
+      }),
       link: (_from, to, cb) => this.#run('link', to, cb, async () => {
         throw new PosixError('EPERM', 'hard links are not supported');
       }),
@@ -406,6 +409,7 @@ export class FuseFileSystem {
   #run<T>(op: string, path: string, done: (code: number, value?: T) => void, fn: () => Promise<T> | T): void {
     let result: Promise<T>;
     try {
+      checkExactName(op, path);
       result = Promise.resolve(fn());
     } catch (err) {
       result = Promise.reject(err);
@@ -1033,4 +1037,18 @@ async function readAll(content: StoredContent): Promise<Buffer> {
     have += chunk.length;
   }
   return Buffer.concat(parts);
+}
+
+/** Operations that make a new name: a malformed one is refused (EINVAL) rather than found missing. */
+const CREATING = new Set(['create', 'mkdir', 'symlink', 'mknod', 'link']);
+
+/**
+ * The kernel's path is exact. normalizePath trims the whole string (RPC's friendliness to
+ * `" /a/b "`), which for a mount path strips the whitespace a last name ends with ("c ", "c\u00a0",
+ * a lone "\u2028") and so names another entry: `rm 'c '` removed c, `rmdir 'd/\u2028'` removed d.
+ * Such a name cannot exist (ENOENT), and cannot be made (EINVAL, as a space-padded name over RPC).
+ */
+function checkExactName(op: string, path: string): void {
+  if (path.length <= 1 || path.trimEnd() === path) return;
+  throw new PosixError(CREATING.has(op) ? 'EINVAL' : 'ENOENT', `name ends in whitespace: ${JSON.stringify(path)}`);
 }
