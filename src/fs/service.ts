@@ -37,7 +37,7 @@ import {
   normalizePath, normalizeFilePath, parentOf, ancestorsOf, baseName, isWithin, relativeTo, MAX_PATH_BYTES,
 } from '../core/paths.js';
 import {
-  ConflictError, ExistsError, InvalidParamsError, InvalidPathError, NotFoundError, ValidationError,
+  ConflictError, ExistsError, InvalidPathError, NotFoundError, ValidationError,
 } from '../core/errors.js';
 import {
   type DirRecord, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord,
