@@ -671,20 +671,23 @@ export class FsService {
         const out = prepared.map((item) => {
           if ('error' in item) return item;
           try {
-            if ('delete' in item) {
-              this.#deleteFile(item.p);
-              return { created: [], version: 0 };
-            }
-            if ('mkdir' in item) {
-              this.#makeDir(item.p, item.attributes, item.modified ?? now, now);
-              return { created: [item.p], version: 0 };
-            }
-            if ('rmdir' in item) {
-              this.#removeDir(item.p, false);
-              return { created: [], version: 0 };
-            }
-            if ('to' in item) return { created: this.#renameIn(item.p, item.to, true, now), version: 0 };
-            return this.#putVersion(item.p, item.etag, item.size, item.chunks, item.opts, now);
+            // Each item on its own: one refused half-way leaves nothing of it, and the others go on.
+            return this.#store.atomically(() => {
+              if ('delete' in item) {
+                this.#deleteFile(item.p);
+                return { created: [], version: 0 };
+              }
+              if ('mkdir' in item) {
+                this.#makeDir(item.p, item.attributes, item.modified ?? now, now);
+                return { created: [item.p], version: 0 };
+              }
+              if ('rmdir' in item) {
+                this.#removeDir(item.p, false);
+                return { created: [], version: 0 };
+              }
+              if ('to' in item) return { created: this.#renameIn(item.p, item.to, true, now), version: 0 };
+              return this.#putVersion(item.p, item.etag, item.size, item.chunks, item.opts, now);
+            });
           } catch (error) {
             return { error };
           }

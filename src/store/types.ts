@@ -66,10 +66,16 @@ export interface MetadataStore {
    * Run `fn` atomically and resolve with its result once the commit is durable (see
    * {@link TransactOptions.durable} for resolving at the commit instead). `fn` is
    * synchronous: it sees the latest committed state plus its own writes. Concurrent callers share
-   * commits. Throwing before any write aborts nothing because nothing was written: callbacks do all
-   * checks first, then all writes. A commit that cannot be written rejects with {@link StoreWriteError}.
+   * commits. A callback that throws is rolled back: nothing it wrote is committed, and the
+   * transactions sharing its commit are not affected. A commit that cannot be written rejects with
+   * {@link StoreWriteError}.
    */
   transact<T>(fn: () => T, options?: TransactOptions): Promise<T>;
+  /**
+   * Inside {@link transact}'s callback: run `fn` so that a throw undoes what `fn` wrote and nothing
+   * else (one item of a batch that is refused half-way leaves the other items as they are).
+   */
+  atomically<T>(fn: () => T): T;
   /** Resolves once every commit made before the call (durable or not) is durable. */
   flushed(): Promise<void>;
   /** Human description for `status.metadata_store`. */

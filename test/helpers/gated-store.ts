@@ -36,6 +36,10 @@ export class GatedStore implements MetadataStore {
   table<V>(name: string): Table<V> {
     return this.inner.table<V>(name);
   }
+  atomically<T>(fn: () => T): T {
+    return this.inner.atomically(fn);
+  }
+
   async transact<T>(fn: () => T, options?: TransactOptions): Promise<T> {
     this.transactions.push(options?.durable !== false);
     if (this.#holdTransactions) await this.#gate;

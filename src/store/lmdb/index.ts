@@ -326,8 +326,17 @@ export class LmdbStore implements MetadataStore {
     });
   }
 
+  atomically<T>(fn: () => T): T {
+    // Inside a write transaction lmdb-js runs this as a child transaction, aborted if fn throws.
+    return this.#root.transactionSync(fn) as T;
+  }
+
+  /**
+   * Each callback runs as a child transaction of lmdb-js's batch (`childTransaction`): one that
+   * throws is aborted, where `transaction` would commit what it wrote before the throw.
+   */
   #transact<T>(fn: () => T, options: TransactOptions): Promise<T> {
-    if (options.durable !== false) return this.#track(this.#root.transaction(fn));
+    if (options.durable !== false) return this.#track(this.#root.childTransaction(fn));
     // lmdb-js resolves a transaction only after its flush, so the commit point is observed here:
     // the transaction also writes its sequence number to a marker key, and the promise resolves
     // once a fresh read sees it (lmdb-js publishes a commit to readers before flushing it). The
@@ -337,7 +346,7 @@ export class LmdbStore implements MetadataStore {
     let failure: unknown;
     let value: T;
     const durable = this.#track(
-      this.#root.transaction(() => {
+      this.#root.childTransaction(() => {
         try {
           value = fn();
         } catch (err) {
@@ -360,8 +369,8 @@ export class LmdbStore implements MetadataStore {
       durable.then((v) => settle(true, v), (err) => settle(false, err));
       const poll = () => {
         if (settled) return;
-        // A callback that throws has written nothing (callbacks check first, then write), so its
-        // error needs no commit to be reported.
+        // A callback that throws was rolled back (a child transaction), so its error needs no
+        // commit to be reported.
         if (threw) return settle(false, failure);
         this.#root.resetReadTxn(); // a snapshot of the latest commit, for this check and every read after it
         if ((this.#marker.get('seq') ?? 0) >= seq) return settle(true, value);
