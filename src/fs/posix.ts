@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { defineMethod, type ApiOf } from '../core/method.js';
 import { bytesParam, datetimeParam } from '../core/wire.js';
 import { normalizeFilePath, normalizePath } from '../core/paths.js';
-import { hasInline, type EntryRecord } from './records.js';
+import { changedOf, hasInline, type EntryRecord } from './records.js';
 import { CHUNK_SIZE, type FsService } from './service.js';
 import { outermostMissing, type Permissions } from '../auth/permissions.js';
 import type { OperationContext } from '../core/context.js';
@@ -29,11 +29,13 @@ export interface PosixEntry {
   etag: string | null;
   created_at: Date;
   modified_at: Date;
+  /** The change time (POSIX ctime): the last change of the entry itself, which nothing sets back. */
+  changed_at: Date;
 }
 
 export function posixEntry(path: string, rec: EntryRecord): PosixEntry {
   const attrs = { mode: rec.mode ?? null, uid: rec.uid ?? null, gid: rec.gid ?? null };
-  const times = { created_at: new Date(rec.created), modified_at: new Date(rec.modified) };
+  const times = { created_at: new Date(rec.created), modified_at: new Date(rec.modified), changed_at: new Date(changedOf(rec)) };
   return rec.kind === 'dir'
     ? { path, kind: 'dir', size: 0, ...attrs, version: null, etag: null, ...times }
     : { path, kind: rec.symlink ? 'symlink' : 'file', size: rec.size, ...attrs, version: rec.version, etag: rec.etag, ...times };
@@ -125,7 +127,7 @@ export function posixMethods(fs: FsService, perms?: Permissions, uploads?: Uploa
   ] as const;
   return [
     defineMethod({
-      name: 'stat', access: 'user', description: 'A file, directory or symbolic link with its POSIX attributes; null when absent.',
+      name: 'stat', access: 'user', description: 'A file, directory or symbolic link with its POSIX attributes, `{path, kind, size, mode, uid, gid, version, etag, created_at, modified_at, changed_at}` (`changed_at`: the ctime, the last change of the entry itself, which setting `modified_at` does not move back); null when absent.',
       params: z.strictObject({ path: z.string() }),
       handler: ({ path }, ctx) => {
         const p = normalizePath(path);

@@ -20,10 +20,26 @@ interface EntryBase {
   /** ms since epoch */
   created: number;
   modified: number;
+  /**
+   * The change time (POSIX ctime, ms): when the entry itself last changed — content, attributes,
+   * name — which, unlike `modified`, nothing can set back. Kept only where it differs from
+   * `modified` (read it with {@link changedOf}).
+   */
+  changed?: number;
   /** POSIX mode bits without the type (0o644 / 0o755 by default), for the FUSE face. */
   mode?: number;
   uid?: number;
   gid?: number;
+}
+
+/** An entry's change time (ctime). */
+export function changedOf(rec: EntryBase): number {
+  return rec.changed ?? rec.modified;
+}
+
+/** The `changed` field of a record whose mtime is `modified`, changed at `now`. */
+export function changedField(modified: number, now: number): { changed?: number } {
+  return modified === now ? {} : { changed: now };
 }
 
 /** The POSIX attributes an entry may carry (set through the FUSE face). */

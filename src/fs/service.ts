@@ -42,7 +42,7 @@ import {
 import {
   type DirRecord, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord,
   entryKey, keyPath, childrenRange, subtreeRanges, versionKey, versionsRange, currentVersion,
-  encodeInline, hasInline, inlineFields, inlineOf,
+  encodeInline, hasInline, inlineFields, inlineOf, changedField,
 } from './records.js';
 import { Grepper, type GrepFile, type GrepMatch, type GrepperOptions } from './grep.js';
 
@@ -780,7 +780,9 @@ export class FsService {
       return missingParents;
     }
     if (dst) this.#entries.remove(entryKey(to));
-    this.#move(from, to, src);
+    // A rename changes the renamed entry (its ctime), not what moves with it below.
+    const { changed: _changed, ...renamed } = src;
+    this.#move(from, to, { ...renamed, ...changedField(src.modified, now) } as EntryRecord);
     for (const [path, rec] of below) this.#move(path, to + path.slice(from.length), rec);
     return missingParents;
   }
@@ -790,7 +792,7 @@ export class FsService {
     const existing = this.#entries.get(entryKey(p));
     if (existing) throw new ExistsError(existing.kind === 'dir' ? `Directory already exists: ${p}` : `File exists: ${p}`, { path: p });
     this.#checkParents(p, false);
-    this.#entries.put(entryKey(p), { kind: 'dir', created: now, modified, ...attributes } satisfies DirRecord);
+    this.#entries.put(entryKey(p), { kind: 'dir', created: now, modified, ...changedField(modified, now), ...attributes } satisfies DirRecord);
   }
 
   /** Inside a transaction: check that `p` is a file, then remove it. */
@@ -853,7 +855,7 @@ export class FsService {
     const modified = opts.modified ?? now;
     this.#entries.put(entryKey(p), {
       kind: 'file', version, etag, size, chunks, ...inline, contentType,
-      created: existing?.created ?? now, modified,
+      created: existing?.created ?? now, modified, ...changedField(modified, now),
       ...(modified === now ? {} : { versionAt: now }),
       ...keptAttributes(existing, opts.attributes),
       ...(opts.symlink ? { symlink: true } : {}),
@@ -984,6 +986,7 @@ export class FsService {
       return await this.#transact(origin, () => {
         const rec = this.#entries.get(entryKey(p));
         if (!rec) throw new NotFoundError(`Not found: ${p}`, { path: p });
+        const now = Date.now();
         const next: EntryRecord = { ...rec };
         if (changes.mode !== undefined) next.mode = changes.mode & 0o7777;
         if (changes.uid !== undefined) next.uid = changes.uid;
@@ -997,6 +1000,9 @@ export class FsService {
           }
           next.modified = changes.modified;
         }
+        // Any change of the entry is one of its ctime, which no change can set back.
+        delete next.changed;
+        Object.assign(next, changedField(next.modified, now));
         this.#entries.put(entryKey(p), next);
         return next;
       });
@@ -1426,9 +1432,10 @@ export class FsService {
     for (const hash of src.chunks) this.#ref(hash);
     const contentType = contentTypeOf(to);
     this.#versions.put(versionKey(to, dst.version), currentVersion(dst));
-    const { versionAt: _at, source: _source, ...moved } = src;
+    const { versionAt: _at, source: _source, changed: _changed, ...moved } = src;
     this.#entries.put(entryKey(to), {
       ...moved, version, contentType, created: dst.created, source: 'rename', ...(src.modified === now ? {} : { versionAt: now }),
+      ...changedField(src.modified, now),
     });
     this.#removeFile(from, src);
   }

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { makeFs, b, sha256, rejection, thrown, tick } from './fixture.js';
 import { MAX_PATH_BYTES } from '../../src/core/paths.js';
+import { changedOf } from '../../src/fs/records.js';
 
 t.test('write then read returns the same bytes and the WIRE.md result shape', async (t) => {
   const { fs } = makeFs(t);
@@ -276,4 +277,30 @@ t.test('the longest path taken is stored with its versions, renamed and deleted;
   const err = await rejection(fs.write(longest + 'x', b('x')));
   t.match(err, { code: -32002, data: { errno: 'ENAMETOOLONG' } });
   t.match(await rejection(fs.mkdir(`${longest}x`)), { code: -32002, data: { errno: 'ENAMETOOLONG' } });
+});
+
+t.test('the change time (ctime) follows every change of an entry, and setting the mtime back does not move it back', async (t) => {
+  const { fs } = makeFs(t);
+  const old = Date.UTC(2001, 0, 1);
+  const since = (at: number) => changedOf(fs.stat('/c.txt')!) >= at;
+  let at = Date.now();
+  await fs.write('/c.txt', b('x'), { modified: old });
+  t.equal(fs.stat('/c.txt')!.modified, old, 'the mtime is the one given (tar x, cp -p)');
+  t.ok(since(at), 'the ctime is the write\'s time');
+  await new Promise((r) => setTimeout(r, 5));
+  at = Date.now();
+  await fs.setAttributes('/c.txt', { mode: 0o600 });
+  t.ok(since(at), 'a chmod moves it');
+  at = Date.now();
+  await fs.setAttributes('/c.txt', { modified: old - 1000 });
+  t.ok(since(at), 'so does setting the mtime back');
+  t.equal(fs.stat('/c.txt')!.modified, old - 1000);
+  await fs.mkdir('/d');
+  await fs.write('/d/below', b('y'), { modified: old });
+  await new Promise((r) => setTimeout(r, 5));
+  at = Date.now();
+  await fs.rename('/d', '/e');
+  t.ok(changedOf(fs.stat('/e')!) >= at, 'a rename moves the renamed entry\'s');
+  t.ok(changedOf(fs.stat('/e/below')!) < at, 'not that of what moves with it');
+  t.equal(fs.stat('/e/below')!.modified, old, 'and no mtime');
 });

@@ -151,3 +151,24 @@ print(json.dumps(res))
   t.equal(afterSecond, 'deep', 'the file is readable where the second rename left it');
   t.equal((await sh(`grep -c 'Key size is larger' <<'EOF'\n${d.output()}\nEOF`)).stdout.trim(), '0', 'no store error in the log');
 });
+
+t.test('chmod, chown and utimes set the ctime to now; ctime is not a copy of the mtime', { skip }, async (t) => {
+  // ext4: any inode change (chmod, chown, utimes, write) sets st_ctime to the current time, and
+  // nothing lets a program set it. The mount answered ctime = mtime: a chmod or chown left ctime
+  // as it was (backup tools that detect changes by ctime — tar --newer, restic, borg — missed it),
+  // and `touch -d 2001-01-01` (or cp -p, rsync -a, tar x) moved the ctime back to 2001.
+  const d = await startMountedDaemon(t);
+  const r = await py(t, d.mnt, `
+open('f', 'w').write('x')
+os.utime('f', (1000000000, 1000000000))
+start = time.time() - 2
+print('utimes', os.stat('f').st_ctime >= start)
+os.utime('f', (1000000000, 1000000000))
+os.chmod('f', 0o600)
+print('chmod', os.stat('f').st_ctime >= start)
+os.utime('f', (1000000000, 1000000000))
+os.chown('f', 1234, 5678)
+print('chown', os.stat('f').st_ctime >= start)
+`);
+  t.same(r.lines, ['utimes True', 'chmod True', 'chown True'], 'ctime is the time of the last change');
+});

@@ -34,7 +34,7 @@ import { join } from 'node:path';
 import type { ChangeEvent, EventBus } from '../../core/events.js';
 import type { Logger } from '../../core/log.js';
 import { parentOf } from '../../core/paths.js';
-import { hasInline, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord } from '../../fs/records.js';
+import { changedOf, hasInline, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord } from '../../fs/records.js';
 import { CHUNK_SIZE, MoveUnderwayError, type AttributeChanges, type FsService, type HoldRequest, type MutationKind, type ShownEntry } from '../../fs/service.js';
 import { ExistsError, NotFoundError, ValidationError } from '../../core/errors.js';
 import {
@@ -114,7 +114,7 @@ function endableDelay(ms: number, expose: (end: (() => void) | undefined) => voi
 
 /** NodeInfo of a stored entry. */
 export function nodeOf(rec: EntryRecord): NodeInfo {
-  const common = { mode: rec.mode, uid: rec.uid, gid: rec.gid, mtime: rec.modified, ctime: rec.modified };
+  const common = { mode: rec.mode, uid: rec.uid, gid: rec.gid, mtime: rec.modified, ctime: changedOf(rec) };
   if (rec.kind === 'dir') return { kind: 'dir', size: 0, ...common };
   let holes = 0;
   if (rec.chunks.length > 1) {
@@ -419,7 +419,7 @@ export class LocalBackend implements FuseBackend {
     if (change.modified !== undefined) q.modified = change.modified;
     q.info = {
       ...info, mode: attributes.mode ?? info.mode, uid: attributes.uid ?? info.uid, gid: attributes.gid ?? info.gid,
-      mtime: q.modified, ctime: q.modified,
+      mtime: q.modified, ctime: Date.now(),
     };
     q.seq = seq;
     q.journaled?.push(seq);
@@ -546,7 +546,7 @@ export class LocalBackend implements FuseBackend {
     const own = prev?.kind === 'file' ? prev : undefined;
     const version = (prev?.version ?? 0) + 1;
     const info: NodeInfo = {
-      kind: opts.symlink ? 'symlink' : 'file', size: data.length, version, etag, mtime: modified, ctime: modified,
+      kind: opts.symlink ? 'symlink' : 'file', size: data.length, version, etag, mtime: modified, ctime: Date.now(),
       mode: opts.attributes?.mode ?? own?.mode, uid: opts.attributes?.uid ?? own?.uid, gid: opts.attributes?.gid ?? own?.gid,
     };
     const attributes = replaced?.attributes ? { ...replaced.attributes, ...opts.attributes } : opts.attributes;

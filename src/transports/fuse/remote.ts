@@ -57,9 +57,11 @@ export interface RemoteBackendOptions {
 
 function nodeOf(e: Wire<PosixEntry>): NodeInfo {
   const mtime = Date.parse(e.modified_at);
+  // A daemon from before changed_at: the mtime.
+  const ctime = e.changed_at === undefined ? mtime : Date.parse(e.changed_at);
   return {
     kind: e.kind, size: e.size, mode: e.mode ?? undefined, uid: e.uid ?? undefined, gid: e.gid ?? undefined,
-    mtime, ctime: mtime, version: e.version ?? undefined, etag: e.etag ?? undefined,
+    mtime, ctime, version: e.version ?? undefined, etag: e.etag ?? undefined,
   };
 }
 
