@@ -118,6 +118,9 @@ const pyOpens = (mnt: string) => `def opens(name):
     except OSError as e:
         return e.strerror`;
 
+/** Python lines: `fd` holds `dst` open, and `mv` renames `src` over it in the background (the rename under way). */
+const pyRenameOverOpen = (mnt: string, src: string, dst: string) => `fd = os.open('${mnt}/${dst}', os.O_RDONLY)
+mv = subprocess.Popen(['mv', '-T', '${mnt}/${src}', '${mnt}/${dst}'], stderr=subprocess.DEVNULL)`;
 /** Python for the probe scripts: print the hidden names left in the mount's root, sorted. */
 const pyHiddenNames = (mnt: string) => `print(sorted(n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')))`;
 
@@ -219,8 +222,7 @@ ${pyHiddenNames(mnt)}
     await shOk(`touch ${mnt}/slowren-c ${mnt}/d`);
     const out = await shOk(`python3 -c "
 import os, time, subprocess
-fd = os.open('${mnt}/d', os.O_RDONLY)
-mv = subprocess.Popen(['mv', '-T', '${mnt}/slowren-c', '${mnt}/d'], stderr=subprocess.DEVNULL)
+${pyRenameOverOpen(mnt, 'slowren-c', 'd')}
 time.sleep(0.1)
 os.close(fd)
 mv.wait()
@@ -245,8 +247,7 @@ ${pyHiddenNames(mnt)}
     await shOk(`mkdir ${mnt}/sub && touch ${mnt}/slowren-c ${mnt}/sub/d`);
     await shOk(`python3 -c "
 import os, time, subprocess
-fd = os.open('${mnt}/sub/d', os.O_RDONLY)
-mv = subprocess.Popen(['mv', '-T', '${mnt}/slowren-c', '${mnt}/sub/d'], stderr=subprocess.DEVNULL)
+${pyRenameOverOpen(mnt, 'slowren-c', 'sub/d')}
 mv.wait()  # ETIMEDOUT, JS still renaming
 os.rmdir('${mnt}/sub')
 time.sleep(${(slowMs * 1.5) / 1000})  # the rename is done in JS
@@ -267,8 +268,7 @@ time.sleep(0.5)
     const out = await shOk(`python3 -c "
 import os, time, subprocess
 ${pyOpens(mnt)}
-fd = os.open('${mnt}/d', os.O_RDONLY)
-mv = subprocess.Popen(['mv', '-T', '${mnt}/failren-a', '${mnt}/d'], stderr=subprocess.DEVNULL)
+${pyRenameOverOpen(mnt, 'failren-a', 'd')}
 mv.wait()  # ETIMEDOUT, JS still at it
 x = [n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')][0]
 subprocess.run(['mv', '-T', '${mnt}/b', '${mnt}/' + x], stderr=subprocess.DEVNULL)
@@ -293,8 +293,7 @@ print('d', opens('d'))
     await shOk(`touch ${mnt}/b ${mnt}/slowren-d`);
     const out = await shOk(`python3 -c "
 import os, time, subprocess
-fd = os.open('${mnt}/slowren-d', os.O_RDONLY)
-mv = subprocess.Popen(['mv', '-T', '${mnt}/b', '${mnt}/slowren-d'], stderr=subprocess.DEVNULL)
+${pyRenameOverOpen(mnt, 'b', 'slowren-d')}
 mv.wait()  # ETIMEDOUT: the hide is still under way in JS
 os.close(fd)  # its last close, before the hide is done
 time.sleep(0.2)
@@ -334,8 +333,7 @@ ${pyHiddenNames(mnt)}
     await shOk(`touch ${mnt}/slowren-a ${mnt}/d`);
     const r = await sh(`python3 -c "
 import os, time, subprocess
-fd = os.open('${mnt}/d', os.O_RDONLY)
-mv = subprocess.Popen(['mv', '-T', '${mnt}/slowren-a', '${mnt}/d'], stderr=subprocess.DEVNULL)
+${pyRenameOverOpen(mnt, 'slowren-a', 'd')}
 mv.wait()  # ETIMEDOUT, JS still renaming; d is hidden
 x = [n for n in os.listdir('${mnt}') if n.startswith('.fuse_hidden')][0]
 time.sleep(0.7)  # the entry cache (0.5 s) expired
