@@ -606,12 +606,7 @@ export class FuseFileSystem {
         void replaced.dispose();
       }
     }
-    for (const [p, file] of [...this.#files]) {
-      if (!isWithin(p, from) || file.orphan) continue;
-      this.#files.delete(p);
-      file.moveTo(to + p.slice(from.length));
-      this.#files.set(file.path, file);
-    }
+    this.#moveOpenFiles(from, to);
   }
 
   /**
@@ -906,13 +901,21 @@ export class FuseFileSystem {
       replaced.orphan = true;
       this.#files.delete(target);
     }
-    if (normalizePath(from) !== target) this.#rehomeHidden(target);
+    if (normalizePath(from) !== target) this.#moveOpenFiles(from, target);
+  }
+
+  /**
+   * A rename of `from` to `to` (through the mount or another face): files hidden in a directory it
+   * replaced at `to` go to the root, and the open files at or below `from` move to `to`, those
+   * unlinked while open too (the binding moves their hidden names, and sends their last unlink
+   * under the new one) but the one hidden at `from` itself.
+   */
+  #moveOpenFiles(from: string, to: string): void {
+    this.#rehomeHidden(to);
     for (const [p, file] of [...this.#files]) {
-      // Files below a renamed directory move with it, those unlinked while open too (the binding
-      // moves their hidden names, and sends their last unlink under the new one).
       if (!isWithin(p, from) || (file.orphan && p === from)) continue;
       this.#files.delete(p);
-      file.moveTo(target + p.slice(from.length));
+      file.moveTo(to + p.slice(from.length));
       this.#files.set(file.path, file);
     }
   }
