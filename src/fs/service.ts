@@ -150,8 +150,12 @@ export interface WriteOptions extends ChangeOrigin {
 export type BatchItem =
   | { path: string; pieces: readonly ContentPiece[]; opts?: WriteChunksOptions | undefined }
   | { path: string; delete: true }
-  /** A directory made, as {@link FsService.mkdir} without `parents`, with its modification time. */
-  | { path: string; mkdir: true; attributes?: EntryAttributes | undefined; modified?: number | undefined }
+  /**
+   * A directory made, as {@link FsService.mkdir} without `parents`, with its modification time.
+   * `keepTime`: that time was set after the batch's other changes in it (rsync and `cp -a` set a
+   * directory's times once its files are written), so they do not touch it.
+   */
+  | { path: string; mkdir: true; attributes?: EntryAttributes | undefined; modified?: number | undefined; keepTime?: boolean | undefined }
   /** An empty directory removed, as {@link FsService.rmdir} without `recursive`. */
   | { path: string; rmdir: true }
   /** A file or directory renamed, as {@link FsService.rename} with `overwrite`. */
@@ -308,6 +312,11 @@ export class FsService {
   /** Renames and removals under way for a client, from their start to their publication ({@link movesUnderway}). */
   readonly #moves = new Set<{ paths: readonly string[]; face: object | undefined; done: Promise<void> }>();
   readonly #grepper: Grepper;
+  /**
+   * Inside {@link writeMany}'s transaction: the directories its items made with a time of their
+   * own, which the items' changes of names in them do not touch ({@link BatchItem}'s `keepTime`).
+   */
+  #keepTimes: ReadonlySet<string> | undefined;
 
   constructor(deps: { store: MetadataStore; blobs: BlobStore; events: EventBus; grep?: GrepperOptions }) {
     this.#grepper = new Grepper(deps.grep);
@@ -507,7 +516,11 @@ export class FsService {
 
   /** The record at a normalised path, or undefined. The root is a directory that always exists. */
   stat(path: string): EntryRecord | undefined {
-    if (path === '/') return ROOT;
+    if (path === '/') {
+      // The root has no entry row: its times live in the fs_meta table (see #touch).
+      const modified = this.#meta.get(ROOT_MODIFIED_KEY) ?? 0;
+      return modified === 0 ? ROOT : { ...ROOT, modified };
+    }
     return this.#entries.get(entryKey(path));
   }
 
@@ -629,6 +642,7 @@ export class FsService {
       | { p: string; to: string } | { error: unknown };
     const settles: (() => void)[] = [];
     const prepared: Prepared[] = [];
+    const keepTimes = new Set<string>();
     for (const item of items) {
       try {
         const opts = { ...('pieces' in item ? item.opts : {}), fromBackend: batch.fromBackend, answered: batch.answered };
@@ -637,6 +651,7 @@ export class FsService {
           if (p === '/') throw new ExistsError('Directory already exists: /', { path: p });
           settles.push(this.#check(opts, 'mkdir', [p], false));
           prepared.push({ p, mkdir: true, attributes: item.attributes, modified: item.modified });
+          if (item.keepTime) keepTimes.add(p);
           continue;
         }
         if ('rmdir' in item) {
@@ -668,30 +683,36 @@ export class FsService {
     try {
       const now = Date.now();
       const outcomes = await this.#transact(batch, () => {
-        const out = prepared.map((item) => {
-          if ('error' in item) return item;
-          try {
-            // Each item on its own: one refused half-way leaves nothing of it, and the others go on.
-            return this.#store.atomically(() => {
-              if ('delete' in item) {
-                this.#deleteFile(item.p);
-                return { created: [], version: 0 };
-              }
-              if ('mkdir' in item) {
-                this.#makeDir(item.p, item.attributes, item.modified ?? now, now);
-                return { created: [item.p], version: 0 };
-              }
-              if ('rmdir' in item) {
-                this.#removeDir(item.p, false);
-                return { created: [], version: 0 };
-              }
-              if ('to' in item) return { created: this.#renameIn(item.p, item.to, true, now), version: 0 };
-              return this.#putVersion(item.p, item.etag, item.size, item.chunks, item.opts, now);
-            });
-          } catch (error) {
-            return { error };
-          }
-        });
+        this.#keepTimes = keepTimes;
+        let out: ({ created: string[]; version: number } | { error: unknown })[];
+        try {
+          out = prepared.map((item) => {
+            if ('error' in item) return item;
+            try {
+              // Each item on its own: one refused half-way leaves nothing of it, and the others go on.
+              return this.#store.atomically(() => {
+                if ('delete' in item) {
+                  this.#deleteFile(item.p, now);
+                  return { created: [], version: 0 };
+                }
+                if ('mkdir' in item) {
+                  this.#makeDir(item.p, item.attributes, item.modified ?? now, now);
+                  return { created: [item.p], version: 0 };
+                }
+                if ('rmdir' in item) {
+                  this.#removeDir(item.p, false, now);
+                  return { created: [], version: 0 };
+                }
+                if ('to' in item) return { created: this.#renameIn(item.p, item.to, true, now), version: 0 };
+                return this.#putVersion(item.p, item.etag, item.size, item.chunks, item.opts, now);
+              });
+            } catch (error) {
+              return { error };
+            }
+          });
+        } finally {
+          this.#keepTimes = undefined;
+        }
         if (batch.mark) this.#meta.put(markKey(batch.mark.name), batch.mark.value);
         return out;
       });
@@ -730,14 +751,34 @@ export class FsService {
     }
   }
 
+  /**
+   * Inside a transaction: a name was made, removed or renamed in directory `dir`, which changes it
+   * (POSIX: its mtime and ctime become the change's time). Python's import system, make and git's
+   * untracked cache rescan a directory only when its mtime moved. A directory {@link writeMany}
+   * made with a time of its own in the same batch keeps it.
+   */
+  #touch(dir: string, now: number): void {
+    if (this.#keepTimes?.has(dir)) return;
+    if (dir === '/') {
+      this.#meta.put(ROOT_MODIFIED_KEY, now);
+      return;
+    }
+    const key = entryKey(dir);
+    const rec = this.#entries.get(key);
+    if (rec?.kind !== 'dir' || (rec.modified === now && rec.changed === undefined)) return;
+    const { changed: _changed, ...kept } = rec;
+    this.#entries.put(key, { ...kept, modified: now });
+  }
+
   /** Inside a transaction: remove directory `p`, with what is below it only when `recursive`. */
-  #removeDir(p: string, recursive: boolean): void {
+  #removeDir(p: string, recursive: boolean, now: number): void {
     const rec = this.#entries.get(entryKey(p));
     if (!rec) throw new NotFoundError(`Directory not found: ${p}`, { path: p });
     if (rec.kind !== 'dir') throw notADirectory(p);
     const hasChild = first(this.#entries.keys({ ...childrenRange(p), limit: 1 })) !== undefined;
     if (hasChild && !recursive) throw new ValidationError(`Directory not empty: ${p}`, { path: p, errno: 'ENOTEMPTY' });
     this.#removeSubtree(p);
+    this.#touch(parentOf(p), now);
   }
 
   /**
@@ -775,6 +816,8 @@ export class FsService {
     }
     const missingParents = this.#checkParents(to, true);
     this.#createDirs(missingParents, now);
+    this.#touch(parentOf(from), now);
+    this.#touch(parentOf(to), now);
     if (dst?.kind === 'file' && src.kind === 'file') {
       this.#replaceFile(from, src, to, dst, now);
       return missingParents;
@@ -793,14 +836,16 @@ export class FsService {
     if (existing) throw new ExistsError(existing.kind === 'dir' ? `Directory already exists: ${p}` : `File exists: ${p}`, { path: p });
     this.#checkParents(p, false);
     this.#entries.put(entryKey(p), { kind: 'dir', created: now, modified, ...changedField(modified, now), ...attributes } satisfies DirRecord);
+    this.#touch(parentOf(p), now);
   }
 
   /** Inside a transaction: check that `p` is a file, then remove it. */
-  #deleteFile(p: string): void {
+  #deleteFile(p: string, now: number): void {
     const rec = this.#entries.get(entryKey(p));
     if (!rec) throw fileNotFound(p);
     if (rec.kind === 'dir') throw isADirectory(p);
     this.#removeFile(p, rec);
+    this.#touch(parentOf(p), now);
   }
 
   /** The number last stored under `name` by {@link writeMany}'s `mark` (undefined: never). */
@@ -839,6 +884,7 @@ export class FsService {
       if ((this.#pending.get(hash) ?? 0) < n) throw new Error(`chunk ${hash} has fewer than ${n} pending holds`);
     }
     this.#createDirs(missingParents, now);
+    if (!existing) this.#touch(parentOf(p), now);
     const version = (existing?.version ?? 0) + 1;
     const inline = inlineContent(size, pieces);
     // A held chunk's hold becomes the entry's reference: one pending hold fewer, the count unchanged.
@@ -880,8 +926,9 @@ export class FsService {
       await this.#pastBarriers(origin);
       const settle = this.#check(origin, 'delete', [p], false);
       try {
-        await this.#transact(origin, () => this.#deleteFile(p));
-        await this.#commit([{ type: 'delete', path: p, at: iso(Date.now()) }], origin);
+        const now = Date.now();
+        await this.#transact(origin, () => this.#deleteFile(p, now));
+        await this.#commit([{ type: 'delete', path: p, at: iso(now) }], origin);
       } finally {
         settle();
       }
@@ -948,6 +995,7 @@ export class FsService {
         const missing = this.#checkParents(p, opts.parents ?? false);
         this.#createDirs(missing, now);
         this.#entries.put(entryKey(p), { kind: 'dir', created: now, modified: now, ...opts.attributes } satisfies DirRecord);
+        this.#touch(parentOf(p), now);
         return [...missing, p];
       });
       await this.#commit(mkdirEvents(created, now), opts);
@@ -964,8 +1012,9 @@ export class FsService {
       await this.#pastBarriers(opts);
       const settle = this.#check(opts, 'rmdir', [p], true);
       try {
-        await this.#transact(opts, () => this.#removeDir(p, opts.recursive ?? false));
-        await this.#commit([{ type: 'rmdir', path: p, at: iso(Date.now()) }], opts);
+        const now = Date.now();
+        await this.#transact(opts, () => this.#removeDir(p, opts.recursive ?? false, now));
+        await this.#commit([{ type: 'rmdir', path: p, at: iso(now) }], opts);
       } finally {
         settle();
       }
@@ -1163,8 +1212,7 @@ export class FsService {
         for (const hash of old.chunks) this.#ref(hash);
         // History is never rewritten: the old content comes back as a new version.
         this.#versions.put(versionKey(p, rec.version), currentVersion(rec));
-        const { versionAt: _at, ...kept } = rec;
-        const { inline: _inline, inline64: _inline64, ...rest } = kept;
+        const { versionAt: _at, changed: _changed, inline: _inline, inline64: _inline64, ...rest } = rec;
         this.#entries.put(entryKey(p), {
           ...rest, version: next, etag: old.etag, size: old.size, chunks: old.chunks, ...inlineFields(old),
           contentType: old.contentType, modified: now, source: `rollback:${version}`,
@@ -1265,6 +1313,7 @@ export class FsService {
         for (const [p, rec] of current) {
           if (!files.has(relativeTo(p, d))) {
             this.#removeFile(p, rec);
+            this.#touch(parentOf(p), now);
             changes.push({ type: 'delete', path: p, at: iso(now) });
             deleted++;
           }
@@ -1279,8 +1328,9 @@ export class FsService {
             // Same content: only the mode may differ, and that is metadata, not a new version.
             if ((existing.mode ?? DEFAULT_FILE_MODE) !== (mode ?? DEFAULT_FILE_MODE)) {
               // The current version keeps its commit time (versions list), as in setAttributes.
+              const { changed: _changed, ...kept } = existing;
               this.#entries.put(entryKey(p), {
-                ...existing, mode: mode ?? DEFAULT_FILE_MODE, modified: now, versionAt: existing.versionAt ?? existing.modified,
+                ...kept, mode: mode ?? DEFAULT_FILE_MODE, modified: now, versionAt: existing.versionAt ?? existing.modified,
               });
             }
             continue;
@@ -1291,9 +1341,11 @@ export class FsService {
             if (rec?.kind === 'file') this.#removeFile(a, rec);
             if (rec?.kind !== 'dir') {
               this.#entries.put(entryKey(a), { kind: 'dir', created: now, modified: now });
+              this.#touch(parentOf(a), now);
               changes.push({ type: 'mkdir', path: a, at: iso(now) });
             }
           }
+          if (existing?.kind !== 'file') this.#touch(parentOf(p), now);
           const kept = existing?.kind === 'file' ? existing : undefined;
           const version = (kept?.version ?? 0) + 1;
           for (const hash of f.chunks) this.#ref(hash);
@@ -1367,8 +1419,11 @@ export class FsService {
     return missing;
   }
 
+  /** Inside a transaction: make the missing directories `dirs` (outermost first, as {@link #checkParents} gives them). */
   #createDirs(dirs: string[], now: number): void {
+    if (dirs.length === 0) return;
     for (const dir of dirs) this.#entries.put(entryKey(dir), { kind: 'dir', created: now, modified: now } satisfies DirRecord);
+    this.#touch(parentOf(dirs[0]!), now);
   }
 
   /** A pending hold turns into an ordinary reference (the chunk's count is unchanged). */
@@ -1510,6 +1565,8 @@ const LAYOUT = 4;
 const noop = (): void => undefined;
 
 const ROOT: DirRecord = Object.freeze({ kind: 'dir', created: 0, modified: 0 }) as DirRecord;
+/** The fs_meta row of the root's mtime (and ctime): the last change of a name in it; no row: none since 2026-11-25. */
+const ROOT_MODIFIED_KEY = 'root:modified';
 
 /**
  * The POSIX attributes a new version of a file carries: the writer's, else the entry's own. Writing
@@ -1544,7 +1601,6 @@ function byPath(a: { path: string }, b: { path: string }): number {
   return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
 }
 
-/** A chunk about to be stored: its hash, and its bytes (or how to load them again). */
 /** A chunk of a new version: its hash, bytes (or their loader) and whether the writer holds it. */
 type StoredPiece = { hash: string; data: Uint8Array | (() => Uint8Array); held?: boolean | undefined };
 
@@ -1553,7 +1609,6 @@ function markKey(name: string): string {
   return `mark:${name}`;
 }
 
-/** Hash the pieces of a {@link FsService.writeChunks} content (each loaded once, not kept). */
 /**
  * The etag, size and chunk hashes of content given as pieces. With `knownEtag`, and every piece's
  * hash and size known, nothing is loaded (FUSE hashes chunks while they are written).

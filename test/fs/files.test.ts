@@ -304,3 +304,91 @@ t.test('the change time (ctime) follows every change of an entry, and setting th
   t.ok(changedOf(fs.stat('/e/below')!) < at, 'not that of what moves with it');
   t.equal(fs.stat('/e/below')!.modified, old, 'and no mtime');
 });
+
+t.test('a directory\'s mtime and ctime move when a name is made, removed or renamed in it, not when a file in it is rewritten', async (t) => {
+  const { fs } = makeFs(t);
+  const old = Date.UTC(2001, 0, 1);
+  await fs.mkdir('/d');
+  await fs.mkdir('/e');
+  const setBack = async () => {
+    for (const dir of ['/d', '/e']) await fs.setAttributes(dir, { modified: old });
+    await tick(5);
+    return Date.now();
+  };
+  /** Whether `dir`'s mtime and ctime are both at or after `at` (a change's time). */
+  const moved = (dir: string, at: number) => {
+    const rec = fs.stat(dir)!;
+    return rec.modified >= at && changedOf(rec) === rec.modified;
+  };
+  let at = await setBack();
+  await fs.write('/d/f', b('1'));
+  t.ok(moved('/d', at), 'a file made in it moves it');
+  at = await setBack();
+  await fs.write('/d/f', b('2'));
+  t.equal(fs.stat('/d')!.modified, old, 'a file in it rewritten does not');
+  at = await setBack();
+  await fs.rename('/d/f', '/e/g');
+  t.ok(moved('/d', at) && moved('/e', at), 'a rename moves both directories');
+  await fs.write('/d/h', b('h'));
+  at = await setBack();
+  await fs.rename('/d/h', '/e/g', { overwrite: true });
+  t.ok(moved('/d', at) && moved('/e', at), 'so does a rename over a file');
+  at = await setBack();
+  await fs.delete('/e/g');
+  t.ok(moved('/e', at), 'a delete moves it');
+  at = await setBack();
+  await fs.mkdir('/d/sub');
+  t.ok(moved('/d', at), 'a directory made in it');
+  at = await setBack();
+  await fs.rmdir('/d/sub');
+  t.ok(moved('/d', at), 'and removed');
+  at = await setBack();
+  await fs.write('/d/x/y/z', b('z'));
+  t.ok(moved('/d', at), 'a write that makes the missing directories moves the first one\'s parent');
+  at = Date.now();
+  await fs.write('/top', b('t'));
+  t.ok(fs.stat('/')!.modified >= at, 'the root moves too');
+  t.equal(fs.getMetadata('/d/x/y/z')!.version, 1);
+});
+
+t.test('writeMany: each item moves its directory, but not one made in the batch with a time of its own (keepTime)', async (t) => {
+  const { fs } = makeFs(t);
+  const old = Date.UTC(2001, 0, 1);
+  await fs.mkdir('/d');
+  await fs.setAttributes('/d', { modified: old });
+  await tick(5);
+  const at = Date.now();
+  const results = await fs.writeMany([
+    { path: '/kept', mkdir: true, modified: old, keepTime: true },
+    { path: '/kept/a', pieces: [{ data: b('a') }] },
+    { path: '/plain', mkdir: true, modified: old },
+    { path: '/plain/a', pieces: [{ data: b('a') }] },
+    { path: '/d/a', pieces: [{ data: b('a') }] },
+    { path: '/missing/a', delete: true },
+  ]);
+  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
+  t.equal(fs.stat('/kept')!.modified, old, 'the time rsync set after the files stays');
+  t.ok(fs.stat('/plain')!.modified >= at, 'without keepTime, the files made in it move it');
+  t.ok(fs.stat('/d')!.modified >= at, 'as they move a stored one');
+  t.ok(fs.stat('/')!.modified >= at);
+});
+
+t.test('a rollback and a restore moving a file\'s mtime leave no older ctime behind', async (t) => {
+  const { fs } = makeFs(t);
+  await fs.write('/f', b('1'));
+  await fs.write('/f', b('2'));
+  await fs.setAttributes('/f', { mode: 0o600 });
+  await tick(5);
+  await fs.rollback('/f', 1);
+  const rec = fs.stat('/f')!;
+  t.ok(changedOf(rec) >= rec.modified, 'the ctime is not before the mtime');
+  await fs.write('/g', b('g'));
+  const pinned = await fs.pinTree('/');
+  await fs.setAttributes('/g', { mode: 0o600 });
+  await tick(5);
+  await fs.restoreTree('/', pinned);
+  await fs.unpinTree(pinned.values());
+  const restored = fs.stat('/g')!;
+  t.equal(restored.mode, 0o644, 'the restore set the mode back');
+  t.ok(changedOf(restored) >= restored.modified, 'nor after a restore that changed only the mode');
+});

@@ -384,6 +384,52 @@ t.test('after a crash, directories made and removed while queued are replayed in
   t.equal(b.fs.mark(JOURNAL_MARK), 4);
 });
 
+t.test('a directory\'s times follow the names queued in it, shown at once; a time set after them stays, after a crash too', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-replay-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const a = await open(dir, { gatherMs: 600_000 }); // nothing is taken by a batch before the changes
+  a.store.hold({ transactions: true });
+  const mtimeOf = async (path: string) => (await call<{ mtime: number; ctime: number }>(a.ops.getattr, path))[1]!;
+  const old = Date.UTC(2001, 0, 1);
+  await new Promise((res) => setTimeout(res, 5)); // past the mount's start, the root's time before any change
+  const before = Date.now();
+  t.equal((await call(a.ops.mkdir, '/kept', 0o40755))[0], 0);
+  await writeFile(a.ops, '/kept/f', 'f');
+  t.equal((await call(a.ops.utimens, '/kept', old, old))[0], 0, 'cp -a sets the time once the files are written');
+  t.equal((await call(a.ops.mkdir, '/moved', 0o40755))[0], 0);
+  t.equal((await call(a.ops.utimens, '/moved', old, old))[0], 0);
+  await writeFile(a.ops, '/moved/g', 'g');
+  t.equal((await mtimeOf('/kept')).mtime, old, 'shown: the time set last');
+  t.ok((await mtimeOf('/moved')).mtime >= before, 'shown: a file made after the time was set moves it');
+  t.ok((await mtimeOf('/')).mtime >= before, 'and the root, where the directories were made');
+  void a.backend.drain(); // ends the window: the batch then waits on the held store for good, as in a crash
+  await a.lmdb.close();
+  const b = await reopen(t, dir);
+  t.equal(b.fs.stat('/kept')?.modified, old, 'replayed: the time set after the file stays');
+  t.ok(b.fs.stat('/moved')!.modified >= before, 'replayed: the file made after the time moved it');
+  t.ok(b.fs.stat('/')!.modified >= before);
+});
+
+t.test('a batch keeps a directory\'s time set after the files in it; what the mount shows of touched directories gives way to the store', async (t) => {
+  const { store, fs, ops, backend } = await setup(t, { gatherMs: 600_000 });
+  const old = Date.UTC(2001, 0, 1);
+  const before = Date.now();
+  store.hold({ transactions: true });
+  t.equal((await call(ops.mkdir, '/kept', 0o40755))[0], 0);
+  await writeFile(ops, '/kept/f', 'f');
+  t.equal((await call(ops.utimens, '/kept', old, old))[0], 0);
+  t.equal((await call(ops.mkdir, '/moved', 0o40755))[0], 0);
+  t.equal((await call(ops.utimens, '/moved', old, old))[0], 0);
+  await writeFile(ops, '/moved/g', 'g');
+  store.release();
+  await backend.drain();
+  t.equal(fs.stat('/kept')?.modified, old, 'committed with the time set last');
+  t.ok(fs.stat('/moved')!.modified >= before, 'the file made after the time moved it');
+  await fs.setAttributes('/moved', { modified: old });
+  const [, st] = await call<{ mtime: number }>(ops.getattr, '/moved');
+  t.equal(st!.mtime, old, 'once committed, the mount shows what the store holds');
+});
+
 t.test('a file unlinked and created again while queued starts a new history', async (t) => {
   const { store, fs, ops, backend } = await setup(t);
   await writeFile(ops, '/re', 'old');

@@ -209,12 +209,14 @@ export class FuseJournal {
 
 /**
  * The store's batch item for a journaled close, unlink, rename, mkdir or rmdir (an attribute change
- * is applied with FsService.setAttributes instead); `hash`: the content's, when known.
+ * is applied with FsService.setAttributes instead); `hash`: the content's, when known; `keepTime`:
+ * a mkdir's time was set after the changes batched with it (BatchItem's `keepTime`). A replay needs
+ * none: it applies each attribute change after the records before it.
  */
-export function batchItem(r: Omit<JournalRecord, 'seq' | 'change'>, hash?: string): BatchItem {
+export function batchItem(r: Omit<JournalRecord, 'seq' | 'change'>, hash?: string, keepTime?: boolean): BatchItem {
   if (r.renameTo !== undefined) return { path: r.path, renameTo: r.renameTo };
   if (r.delete) return { path: r.path, delete: true };
-  if (r.mkdir) return { path: r.path, mkdir: true, attributes: r.attributes, modified: r.modified };
+  if (r.mkdir) return { path: r.path, mkdir: true, attributes: r.attributes, modified: r.modified, keepTime: keepTime || undefined };
   if (r.rmdir) return { path: r.path, rmdir: true };
   return { path: r.path, pieces: [{ data: r.data, hash }], opts: { attributes: r.attributes, modified: r.modified, symlink: r.symlink || undefined } };
 }

@@ -91,6 +91,11 @@ interface Queued {
   /** A rename of the file at `path` (shown removed) to this path, where {@link moved} shows it meanwhile. */
   renameTo?: string | undefined;
   moved?: Queued | undefined;
+  /**
+   * A directory made whose mtime a utimens folded in set after every change queued in it so far
+   * (rsync's and `cp -a`'s directory times, set once its files are written): the batch keeps it.
+   */
+  timeSet?: boolean | undefined;
 }
 
 /** The content of the records that have none. */
@@ -149,6 +154,12 @@ export class LocalBackend implements FuseBackend {
   #queue: Queued[] = [];
   /** The latest queued commit of each path, until its batch is committed. */
   readonly #queued = new Map<string, Queued>();
+  /**
+   * Directories in which a queued change made, removed or renamed a name: when (what the mount
+   * shows as their mtime and ctime) and the change's journal record, until its batch is committed
+   * (the store then touches them itself: FsService's #touch).
+   */
+  readonly #touched = new Map<string, { at: number; seq: number }>();
   /** Bytes of content in {@link #queue}. */
   #queueBytes = 0;
   /** The batch loop, while it runs. */
@@ -211,9 +222,30 @@ export class LocalBackend implements FuseBackend {
   /** The entry at `path` as the mount sees it: a queued change, else the stored entry. */
   #statNow(path: string): NodeInfo | undefined {
     const queued = this.#queued.get(path);
-    if (queued) return queued.info;
+    if (queued) return this.#withTouch(path, queued.info);
     const rec = this.#fs.stat(path);
-    return rec && nodeOf(rec);
+    return rec && this.#withTouch(path, nodeOf(rec));
+  }
+
+  /** `info` of a directory with the time of the last queued change in it ({@link #touched}). */
+  #withTouch(path: string, info: NodeInfo | undefined): NodeInfo | undefined {
+    const touched = info?.kind === 'dir' ? this.#touched.get(path) : undefined;
+    return touched ? { ...info!, mtime: touched.at, ctime: Math.max(touched.at, info!.ctime ?? 0) } : info;
+  }
+
+  /**
+   * A queued change (journal record `seq`) made, removed or renamed names at `paths`: their
+   * directories show its time until its batch is committed, and a directory made in the queue
+   * no longer keeps a time set before it.
+   */
+  #touchParents(seq: number, ...paths: string[]): void {
+    const at = Date.now();
+    for (const path of paths) {
+      const dir = parentOf(path);
+      this.#touched.set(dir, { at, seq });
+      const made = this.#queued.get(dir);
+      if (made?.mkdir) made.timeSet = false;
+    }
   }
 
   async list(dir: string): Promise<[string, NodeInfo][]> {
@@ -230,10 +262,10 @@ export class LocalBackend implements FuseBackend {
       const path = e.is_directory ? e.path.slice(0, -1) : e.path;
       if (this.#queued.has(path)) continue;
       const rec = this.#fs.stat(path);
-      if (rec) out.push([path.slice(prefix), nodeOf(rec)]);
+      if (rec) out.push([path.slice(prefix), this.#withTouch(path, nodeOf(rec))!]);
     }
     for (const [path, q] of this.#queued) {
-      if (q.info && parentOf(path) === dir) out.push([path.slice(prefix), q.info]);
+      if (q.info && parentOf(path) === dir) out.push([path.slice(prefix), this.#withTouch(path, q.info)!]);
     }
     return out;
   }
@@ -305,7 +337,7 @@ export class LocalBackend implements FuseBackend {
       const info = this.#statNow(path);
       if (info && info.kind !== 'dir') {
         this.#checkChange('delete', path);
-        this.#queueRecord(this.#journal, { path, modified: Date.now(), delete: true }, undefined);
+        this.#touchParents(this.#queueRecord(this.#journal, { path, modified: Date.now(), delete: true }, undefined), path);
         return;
       }
     }
@@ -346,6 +378,7 @@ export class LocalBackend implements FuseBackend {
       seq, path: source.path, data: NO_DATA, info: undefined, attributes: undefined, symlink: false, modified, renameTo: to, moved,
     });
     this.#queued.set(to, moved);
+    this.#touchParents(seq, source.path, to);
   }
 
   async mkdir(path: string, attributes: EntryAttributes): Promise<void> {
@@ -360,7 +393,7 @@ export class LocalBackend implements FuseBackend {
         this.#checkChange('mkdir', path);
         const modified = Date.now();
         const info: NodeInfo = { kind: 'dir', size: 0, mtime: modified, ctime: modified, mode: attributes.mode, uid: attributes.uid, gid: attributes.gid };
-        this.#queueRecord(this.#journal, { path, modified, attributes, mkdir: true }, info);
+        this.#touchParents(this.#queueRecord(this.#journal, { path, modified, attributes, mkdir: true }, info), path);
         return;
       }
     }
@@ -380,7 +413,7 @@ export class LocalBackend implements FuseBackend {
         if (info.kind !== 'dir') throw new ValidationError(`Not a directory: ${path}`, { path, errno: 'ENOTDIR' });
         if (this.#listNow(path).length > 0) throw new ValidationError(`Directory not empty: ${path}`, { path, errno: 'ENOTEMPTY' });
         this.#checkChange('rmdir', path, true);
-        this.#queueRecord(this.#journal, { path, modified: Date.now(), rmdir: true }, undefined);
+        this.#touchParents(this.#queueRecord(this.#journal, { path, modified: Date.now(), rmdir: true }, undefined), path);
         return;
       }
     }
@@ -416,7 +449,14 @@ export class LocalBackend implements FuseBackend {
     if (change.uid !== undefined) attributes.uid = change.uid;
     if (change.gid !== undefined) attributes.gid = change.gid;
     q.attributes = attributes;
-    if (change.modified !== undefined) q.modified = change.modified;
+    if (change.modified !== undefined) {
+      q.modified = change.modified;
+      // A directory's time set after the changes in it: they do not move it (until another comes).
+      if (q.mkdir) {
+        q.timeSet = true;
+        this.#touched.delete(q.path);
+      }
+    }
     q.info = {
       ...info, mode: attributes.mode ?? info.mode, uid: attributes.uid ?? info.uid, gid: attributes.gid ?? info.gid,
       mtime: q.modified, ctime: Date.now(),
@@ -559,6 +599,7 @@ export class LocalBackend implements FuseBackend {
     this.#push(journal, {
       seq, path, data, info, attributes, symlink: opts.symlink ?? false, modified, provisional, journaled: provisional === undefined ? undefined : [seq],
     });
+    if (!prev) this.#touchParents(seq, path);
     return { version, etag, size: data.length };
   }
 
@@ -576,13 +617,17 @@ export class LocalBackend implements FuseBackend {
     }
   }
 
-  /** Journal an unlink, mkdir or rmdir (no content) and queue it; `info`: what the mount shows at its path meanwhile. */
-  #queueRecord(journal: FuseJournal, rec: Omit<JournalRecord, 'seq' | 'data'>, info: NodeInfo | undefined): void {
+  /**
+   * Journal an unlink, mkdir or rmdir (no content) and queue it; `info`: what the mount shows at
+   * its path meanwhile. Returns its journal record's sequence number.
+   */
+  #queueRecord(journal: FuseJournal, rec: Omit<JournalRecord, 'seq' | 'data'>, info: NodeInfo | undefined): number {
     const seq = journal.append({ ...rec, data: NO_DATA });
     this.#push(journal, {
       seq, path: rec.path, data: NO_DATA, info, attributes: rec.attributes, symlink: false, modified: rec.modified,
       delete: rec.delete, mkdir: rec.mkdir, rmdir: rec.rmdir,
     });
+    return seq;
   }
 
   /** Queue a journaled change and start the batch loop if it is idle. */
@@ -636,7 +681,7 @@ export class LocalBackend implements FuseBackend {
       let results: PromiseSettledResult<unknown>[];
       try {
         results = await this.#fs.writeMany(
-          batch.map((q) => batchItem(q, q.info?.etag)),
+          batch.map((q) => batchItem(q, q.info?.etag, q.timeSet)),
           {
             ...this.#origin, pastBarrier: true, answered: true, mark: { name: JOURNAL_MARK, value: applied },
             // Committed, and answered long ago: a hook's failure (ReBAC following a rename, a
@@ -667,6 +712,8 @@ export class LocalBackend implements FuseBackend {
         if (q.moved && this.#queued.get(q.moved.path) === q.moved) this.#queued.delete(q.moved.path);
       });
       this.#settledSeq = applied;
+      // The store has touched these directories itself (at the batch's time, or kept their own).
+      for (const [dir, touch] of this.#touched) if (touch.seq <= applied) this.#touched.delete(dir);
       for (const wake of this.#batchWaiters.splice(0)) wake();
     }
     if (this.#queue.length === 0) journal.applied();

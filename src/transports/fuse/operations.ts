@@ -543,8 +543,14 @@ export class FuseFileSystem {
     });
   }
 
-  #rootStat(): FuseStat {
-    return this.#statOf({ kind: 'dir', size: 0, mtime: this.#mountedAt, ctime: this.#mountedAt });
+  /**
+   * The root's attributes are the mount's own, with the times of the last change of a name in it
+   * (the store's root has no entry: no mode or owner of its own); the mount's start before any.
+   */
+  async #rootStat(): Promise<FuseStat> {
+    const stored = await this.#backend.stat('/').catch(() => undefined);
+    const mtime = stored?.mtime || this.#mountedAt;
+    return this.#statOf({ kind: 'dir', size: 0, mtime, ctime: Math.max(mtime, stored?.ctime ?? 0) });
   }
 
   /** Follow other faces' renames in the binding's node table ({@link NativeMount.renamed}). */
@@ -669,7 +675,7 @@ export class FuseFileSystem {
   }
 
   async #getattr(path: string): Promise<FuseStat> {
-    if (path === '/') return this.#rootStat();
+    if (path === '/') return await this.#rootStat();
     if (isVersionsPath(path)) return this.#versionsStat(await this.#versionsTarget(path));
     const file = this.#files.get(path);
     if (file && (file.changed || file.orphan)) return this.#openFileStat(file);
@@ -677,7 +683,7 @@ export class FuseFileSystem {
   }
 
   async #readdir(path: string): Promise<[string[], FuseStat[]]> {
-    const here = path === '/' ? this.#rootStat() : await this.#getattr(path);
+    const here = await this.#getattr(path);
     const names = ['.', '..'];
     const stats = [here, here];
     if (isVersionsPath(path)) {

@@ -190,25 +190,20 @@ export class RemoteBackend implements FuseBackend {
   }
 
   async remove(path: string): Promise<void> {
-    this.#invalidate(path);
-    await this.#call('delete', { path });
+    await this.#changing([path], () => this.#call('delete', { path }));
   }
 
   async rename(from: string, to: string): Promise<void> {
-    this.#invalidate(from);
-    this.#invalidate(to);
-    await this.#call('rename', { old_path: from, new_path: to, overwrite: true });
+    await this.#changing([from, to], () => this.#call('rename', { old_path: from, new_path: to, overwrite: true }));
   }
 
   async mkdir(path: string, attributes: EntryAttributes): Promise<void> {
-    this.#invalidate(path);
-    await this.#call('mkdir', { path });
+    await this.#changing([path], () => this.#call('mkdir', { path }));
     await this.#setAttributes(path, attributes);
   }
 
   async rmdir(path: string): Promise<void> {
-    this.#invalidate(path);
-    await this.#call('rmdir', { path });
+    await this.#changing([path], () => this.#call('rmdir', { path }));
   }
 
   async setAttributes(path: string, changes: AttributeChanges): Promise<void> {
@@ -309,6 +304,19 @@ export class RemoteBackend implements FuseBackend {
     if (this.#silent.signal.aborted) {
       this.#silent = new AbortController();
       this.#opts.log.info({ url: this.#opts.url }, 'the daemon answers again');
+    }
+  }
+
+  /**
+   * A change of the names `paths` (and so of their directories' times): what is cached of them is
+   * dropped before it and again once answered, so a stat made meanwhile caches nothing old.
+   */
+  async #changing<T>(paths: readonly string[], change: () => Promise<T>): Promise<T> {
+    for (const p of paths) this.#invalidate(p);
+    try {
+      return await change();
+    } finally {
+      for (const p of paths) this.#invalidate(p);
     }
   }
 
