@@ -2456,6 +2456,30 @@ static napi_value js_node_of(napi_env env, napi_callback_info info) {
   return num(env, n ? (double)n->ino : 0);
 }
 
+/* Another face removed or replaced open node `n`: hidden at the root (its last close unlinks it); its hidden name, or NULL when not open. */
+static char *hide_open(mount_t *m, node_t *n) {
+  if (n->open_count == 0 || n->hidden) return NULL;
+  char *hidden = hidden_name(m, n->ino);
+  if (!hidden) return NULL;
+  node_move(m, n, m->root, hidden);
+  n->hidden = true;
+  return hidden;
+}
+
+/* "/<hidden>" as a JS string ("" for none); frees `hidden`. */
+static napi_value hidden_path(napi_env env, char *hidden) {
+  napi_value out = str(env, "");
+  if (hidden) {
+    char *path = NULL;
+    if (asprintf(&path, "/%s", hidden) >= 0) {
+      out = str(env, path);
+      free(path);
+    }
+    free(hidden);
+  }
+  return out;
+}
+
 /*
  * renamed(handle, from, to): another face renamed `from` to `to` (a file or a directory, replacing
  * what was at `to`), and the table follows as for a rename through the mount, so that what the
@@ -2487,14 +2511,7 @@ static napi_value js_renamed(napi_env env, napi_callback_info info) {
   node_t *dst = names ? node_at(m, names) : NULL;
   free(names);
   char *hidden = NULL;
-  if (dst && dst != src && dst != m->root) {
-    if (dst->open_count > 0 && !dst->hidden && (hidden = hidden_name(m, dst->ino))) {
-      node_move(m, dst, m->root, hidden);
-      dst->hidden = true;
-    } else {
-      node_unlink(m, dst);
-    }
-  }
+  if (dst && dst != src && dst != m->root && !(hidden = hide_open(m, dst))) node_unlink(m, dst);
   if (src && src != m->root) {
     /* The directories leading to `to`; a name made here with nothing below it is let go again. */
     *last = '\0';
@@ -2508,16 +2525,26 @@ static napi_value js_renamed(napi_env env, napi_callback_info info) {
     if (p) node_move(m, src, p, last + 1);
   }
   free(to);
-  napi_value out = str(env, "");
-  if (hidden) {
-    char *path = NULL;
-    if (asprintf(&path, "/%s", hidden) >= 0) {
-      out = str(env, path);
-      free(path);
-    }
-    free(hidden);
+  return hidden_path(env, hidden);
+}
+
+/*
+ * removed(handle, path): another face removed the file at `path` (JS knows it is open here). An
+ * open node is hidden, as an unlink through the mount hides it: its descriptors go on under the
+ * hidden path it returns, and its last close unlinks that name. "" when nothing is open there.
+ */
+static napi_value js_removed(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  mount_t *m = mount_arg(env, info, 2, argv);
+  if (!m) return NULL;
+  char *path = dup_string(env, argv[1]);
+  if (!path) {
+    napi_throw_type_error(env, NULL, "removed(handle, path)");
+    return NULL;
   }
-  return out;
+  node_t *n = node_at(m, path);
+  free(path);
+  return hidden_path(env, n && n != m->root ? hide_open(m, n) : NULL);
 }
 
 /* Signals are Node's to take, on its own thread: none on the detach thread (nor its children). */
@@ -2682,6 +2709,7 @@ NAPI_MODULE_INIT() {
     { "nodes", NULL, js_nodes, NULL, NULL, NULL, napi_default, NULL },
     { "nodeOf", NULL, js_node_of, NULL, NULL, NULL, napi_default, NULL },
     { "renamed", NULL, js_renamed, NULL, NULL, NULL, napi_default, NULL },
+    { "removed", NULL, js_removed, NULL, NULL, NULL, napi_default, NULL },
     { "dropCached", NULL, js_drop_cached, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

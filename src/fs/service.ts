@@ -20,10 +20,13 @@
  *   written, before the commit that will list it) is one reference too, counted in the chunk's
  *   `pending_chunks` row (hash → holds). A commit takes a hold over as its entry's reference; a
  *   hold given up, or left by a crash ({@link FsService.dropPendingHolds} at start-up), is one
- *   reference fewer, so a chunk stored early never outlives the file it was written for;
+ *   reference fewer, so a chunk stored early never outlives the file it was written for. A file
+ *   removed while the daemon's mount has it open leaves pending holds too, on the chunks the open
+ *   file still reads ({@link ContentKeeper}), given up at its last close;
  * - a directory exists as an entry before anything is stored below it (writes create parents);
+ *   a name made, removed or renamed in it moves its mtime and ctime (the root's: in `fs_meta`);
  * - a transaction callback does all its checks before its first write, so a refused request
- *   leaves no trace (lmdb-js commits whatever a callback wrote before it threw).
+ *   leaves no trace (the store also rolls back a callback that throws: LmdbStore's child transactions).
  */
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -96,6 +99,17 @@ export interface GuardContext {
  * storage backend can tell a change in flight from an outside one.
  */
 export type MutationGuard = (kind: MutationKind, paths: readonly string[], subtree: boolean, ctx: GuardContext) => void | (() => void);
+
+/**
+ * Keeps the content of a file that a change removes for a reader outside the store (the daemon
+ * mount's open files: POSIX keeps an unlinked file's bytes until its last close). Called inside the
+ * removing transaction with the file about to go; each chunk it names is held there (a pending
+ * hold, as {@link FsService.holdChunks} takes one: `held` says which could be), and `kept` runs once
+ * that transaction is committed, before the change is published: the holds are then the keeper's
+ * to give up (holdChunks' `release`). When the transaction is not committed, `kept` never runs and
+ * the holds are rolled back with it.
+ */
+export type ContentKeeper = (path: string, rec: FileRecord) => { hashes: readonly string[]; kept: (held: boolean[]) => void } | undefined;
 
 /** Awaited after a commit and before the answer (local mount directories are mirrored here). */
 export type CommitHook = (events: readonly ChangeEvent[]) => Promise<void>;
@@ -308,6 +322,9 @@ export class FsService {
   readonly #pending: Table<number>;
   readonly #guards: MutationGuard[] = [];
   readonly #hooks: CommitHook[] = [];
+  readonly #keepers: ContentKeeper[] = [];
+  /** Inside a transaction: the keepers' `kept` calls, made once it is committed ({@link #transact}). */
+  #kept: (() => void)[] | undefined;
   readonly #barriers: Barrier[] = [];
   /** Renames and removals under way for a client, from their start to their publication ({@link movesUnderway}). */
   readonly #moves = new Set<{ paths: readonly string[]; face: object | undefined; done: Promise<void> }>();
@@ -473,6 +490,15 @@ export class FsService {
     return () => {
       this.#moves.delete(move);
       end();
+    };
+  }
+
+  /** Add a keeper of removed files' content ({@link ContentKeeper}); returns the function that removes it. */
+  addKeeper(keeper: ContentKeeper): () => void {
+    this.#keepers.push(keeper);
+    return () => {
+      const i = this.#keepers.indexOf(keeper);
+      if (i >= 0) this.#keepers.splice(i, 1);
     };
   }
 
@@ -688,6 +714,7 @@ export class FsService {
         try {
           out = prepared.map((item) => {
             if ('error' in item) return item;
+            const keptBefore = this.#kept?.length ?? 0;
             try {
               // Each item on its own: one refused half-way leaves nothing of it, and the others go on.
               return this.#store.atomically(() => {
@@ -707,6 +734,7 @@ export class FsService {
                 return this.#putVersion(item.p, item.etag, item.size, item.chunks, item.opts, now);
               });
             } catch (error) {
+              this.#kept?.splice(keptBefore); // rolled back with the item
               return { error };
             }
           });
@@ -844,6 +872,7 @@ export class FsService {
     const rec = this.#entries.get(entryKey(p));
     if (!rec) throw fileNotFound(p);
     if (rec.kind === 'dir') throw isADirectory(p);
+    this.#keepContent(p, rec);
     this.#removeFile(p, rec);
     this.#touch(parentOf(p), now);
   }
@@ -914,9 +943,22 @@ export class FsService {
     return this.#store.flushed();
   }
 
-  /** A mutation's transaction, durable unless the origin asks otherwise ({@link ChangeOrigin.durable}). */
-  #transact<T>(origin: ChangeOrigin, fn: () => T): Promise<T> {
-    return this.#store.transact(fn, { durable: origin.durable !== false });
+  /**
+   * A mutation's transaction, durable unless the origin asks otherwise ({@link ChangeOrigin.durable});
+   * once committed, the keepers learn what they kept in it ({@link ContentKeeper}).
+   */
+  async #transact<T>(origin: ChangeOrigin, fn: () => T): Promise<T> {
+    const kept: (() => void)[] = [];
+    const result = await this.#store.transact(() => {
+      this.#kept = kept;
+      try {
+        return fn();
+      } finally {
+        this.#kept = undefined;
+      }
+    }, { durable: origin.durable !== false });
+    for (const k of kept) k();
+    return result;
   }
 
   async delete(path: string, origin: ChangeOrigin = {}): Promise<void> {
@@ -1301,7 +1343,7 @@ export class FsService {
       const abs = (rel: string) => (d === '/' ? '/' + rel : d + '/' + rel);
       const now = Date.now();
       const changes: ChangeEvent[] = [];
-      const result = await this.#store.transact(() => {
+      const result = await this.#transact({}, () => {
         before?.();
         const current = new Map<string, FileRecord>();
         for (const range of subtreeRanges(d)) {
@@ -1312,6 +1354,7 @@ export class FsService {
         let deleted = 0;
         for (const [p, rec] of current) {
           if (!files.has(relativeTo(p, d))) {
+            this.#keepContent(p, rec);
             this.#removeFile(p, rec);
             this.#touch(parentOf(p), now);
             changes.push({ type: 'delete', path: p, at: iso(now) });
@@ -1380,8 +1423,12 @@ export class FsService {
       for (const { key, value } of this.#entries.range(range)) below.push([keyPath(key), value]);
     }
     for (const [path, rec] of below) {
-      if (rec.kind === 'file') this.#removeFile(path, rec);
-      else this.#entries.remove(entryKey(path));
+      if (rec.kind === 'file') {
+        this.#keepContent(path, rec);
+        this.#removeFile(path, rec);
+      } else {
+        this.#entries.remove(entryKey(path));
+      }
     }
     this.#entries.remove(entryKey(p));
   }
@@ -1464,6 +1511,22 @@ export class FsService {
       this.#refs.remove(hash);
     } else {
       this.#refs.put(hash, n - 1);
+    }
+  }
+
+  /** Inside a transaction: the keepers hold what they keep of file `p`, about to be removed ({@link ContentKeeper}). */
+  #keepContent(p: string, rec: FileRecord): void {
+    for (const keeper of this.#keepers) {
+      const keep = keeper(p, rec);
+      if (!keep) continue;
+      const held = keep.hashes.map((hash) => {
+        if (!this.#blobs.has(hash)) return false;
+        this.#ref(hash);
+        this.#pending.put(hash, (this.#pending.get(hash) ?? 0) + 1);
+        return true;
+      });
+      if (!this.#kept) throw new Error('a file was removed outside FsService\'s transactions');
+      this.#kept.push(() => keep.kept(held));
     }
   }
 

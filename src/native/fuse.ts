@@ -205,6 +205,7 @@ interface Fuse3Addon {
   nodes(handle: object): number;
   nodeOf(handle: object, path: string): number;
   renamed(handle: object, from: string, to: string): string;
+  removed(handle: object, path: string): string;
   dropCached(fd: number, offset: number, length: number): Promise<number>;
 }
 type Fuse3Dispatch = (req: object, op: number, path: string, path2: string | undefined, n0: number, n1: number, buf: Buffer | undefined, len: number, n2: number, n3: number) => void;
@@ -480,6 +481,8 @@ interface BindingMount {
   readonly nodeOf?: (path: string) => number;
   /** Another face renamed `from` to `to`: the table follows ({@link NativeMount.renamed}). */
   readonly renamed?: (from: string, to: string) => string;
+  /** Another face removed the open file at `path`: the table hides it ({@link NativeMount.removed}). */
+  readonly removed?: (path: string) => string;
 }
 
 /** The connection of descriptor `fd`, or undefined when it is closed. */
@@ -583,6 +586,8 @@ class Fuse3Mount implements BindingMount {
   readonly nodeOf = (path: string): number => (this.#handle ? this.#addon.nodeOf(this.#handle, path) : 0);
 
   readonly renamed = (from: string, to: string): string => (this.#handle ? this.#addon.renamed(this.#handle, from, to) : '');
+
+  readonly removed = (path: string): string => (this.#handle ? this.#addon.removed(this.#handle, path) : '');
 
   /** Detach lazily (open files keep being served until closed) and resolve once detached. */
   unmount(): Promise<void> {
@@ -699,6 +704,15 @@ export class NativeMount {
    */
   get renamed(): ((from: string, to: string) => string) | undefined {
     return this.#impl.renamed;
+  }
+
+  /**
+   * Another face removed the file at `path`, open here: the libfuse 3 binding's node table hides
+   * it as an unlink through the mount does, so its descriptors go on under the hidden path it
+   * returns ("" when nothing is open there) and its last close unlinks that. Undefined on fuse-native.
+   */
+  get removed(): ((path: string) => string) | undefined {
+    return this.#impl.removed;
   }
 
   /** Resolves once the kernel has sent INIT, i.e. the mount answers requests. */

@@ -194,6 +194,50 @@ t.test('another face changes what a mount holds', { skip }, async (t) => {
     }
   });
 
+  t.test('daemon mount: a file kept open that RPC deletes (or its directory) is still read and fstat\'ed through its descriptor, as after the mount\'s own rm', async (t) => {
+    // On a local disk (and for the mount's own `rm`, which copies what the file still reads from
+    // the store first) the descriptor keeps the file: its bytes stay until its last close. The
+    // delete's transaction holds the chunks the open file still reads (FsService's ContentKeeper),
+    // and the binding's node table hides the file, so fstat finds it. (A remote mount reads by
+    // path and version from the daemon: there the descriptor answers ENOENT; docs/fuse.md, Limits.)
+    const dir = unique('del-open');
+    const big = Buffer.alloc(3 * 1024 * 1024 + 1234);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 7 + (i >> 12)) & 0xff;
+    const files = { small: Buffer.from('a small file, stored inline\n'), big };
+    for (const [name, content] of Object.entries(files)) await d.rpc('write', { path: `${dir}/${name}`, content: bytes(content) });
+    await d.rpc('write', { path: `${dir}/sub/in-dir`, content: bytes(big) });
+    const handles = {
+      small: await open(`${d.mnt}${dir}/small`, 'r'), big: await open(`${d.mnt}${dir}/big`, 'r'), inDir: await open(`${d.mnt}${dir}/sub/in-dir`, 'r'),
+    };
+    try {
+      const first = Buffer.alloc(4096);
+      await handles.big.read(first, 0, first.length, 0); // read a little: the rest still lies in the store
+      t.same(first, big.subarray(0, 4096));
+      await d.rpc('delete', { path: `${dir}/small` });
+      await d.rpc('delete', { path: `${dir}/big` });
+      await d.rpc('rmdir', { path: `${dir}/sub`, recursive: true });
+      await sleep(700); // past the kernel's attribute cache
+      const whole = async (h: FileHandle, size: number) => {
+        const buf = Buffer.alloc(size);
+        try {
+          const { bytesRead } = await h.read(buf, 0, size, 0);
+          return buf.subarray(0, bytesRead);
+        } catch (err) {
+          return `error ${(err as NodeJS.ErrnoException).code}`;
+        }
+      };
+      t.same(await whole(handles.small, 100), files.small, 'the small file is read through its descriptor');
+      t.ok(big.equals(await whole(handles.big, big.length) as Buffer), 'every byte of the large one');
+      t.ok(big.equals(await whole(handles.inDir, big.length) as Buffer), 'and of one in a directory removed with it');
+      t.equal(await fstatSize(handles.big), big.length, 'fstat through the descriptor');
+      t.notOk((await d.rpc('exists', { path: `${dir}/big` })).exists, 'the delete stands');
+    } finally {
+      for (const h of Object.values(handles)) await h.close();
+    }
+    t.equal((await sh(`ls '${d.mnt}${dir}'`)).stdout.trim(), '', 'nothing comes back at the last close');
+    t.ok(await eventually(async () => !(await sh(`ls -a '${d.mnt}'`)).stdout.includes('.fuse_hidden'), 2000), 'and no hidden name is left');
+  });
+
   for (const [label, mnt] of mounts) {
     t.test(`${label}: a file kept open, deleted and written again by RPC with the same size and mtime, reads the new content within a second`, async (t) => {
       const dir = unique('recreate');

@@ -8,6 +8,7 @@ import t from 'tap';
 import { CHUNK_SIZE } from '../../src/fs/service.js';
 import { noise } from '../fs/fixture.js';
 import { call, inProcessMount } from '../helpers/fuse-ops.js';
+import { journaledMount } from '../helpers/journaled-mount.js';
 
 t.test('reads in any order and partial rewrites of stored chunks see the right bytes', async (t) => {
   const { fs, backend, ops } = inProcessMount(t);
@@ -40,4 +41,37 @@ t.test('reads in any order and partial rewrites of stored chunks see the right b
   await backend.drain();
   t.ok(fs.read('/big.bin').content.equals(expected), 'the committed version is the stored file with the patch');
   t.ok(fs.getVersion('/big.bin', 1).equals(content), 'and the first version is unchanged');
+});
+
+t.test('a file open in the mount that another face deletes keeps what it reads: the delete holds its chunks until the last close', async (t) => {
+  const { fs, backend, ops } = await journaledMount(t);
+  const content = noise(3 * CHUNK_SIZE + 4321, 11);
+  const rewritten = noise(2 * CHUNK_SIZE + 99, 12);
+  await fs.write('/kept.bin', content);
+  await fs.write('/rewritten.bin', content);
+  const read = async (path: string, fd: number, pos: number, len: number) => {
+    const buf = Buffer.alloc(len);
+    const n = await new Promise<number>((resolve) => ops.read(path, fd, buf, len, pos, resolve));
+    return n < 0 ? n : buf.subarray(0, n);
+  };
+  const [, kept] = await call<number>(ops.open, '/kept.bin', 0);
+  const [, other] = await call<number>(ops.open, '/rewritten.bin', 0);
+  t.same(await read('/kept.bin', kept!, 0, 1000), content.subarray(0, 1000), 'read a little first');
+  const hashes = fs.file('/kept.bin').chunks;
+  await fs.write('/rewritten.bin', rewritten); // another face's rewrite, not yet read through the descriptor
+  const newHashes = fs.file('/rewritten.bin').chunks;
+  await fs.delete('/kept.bin');
+  await fs.delete('/rewritten.bin');
+  t.notOk(fs.exists('/kept.bin'), 'the deletes stand');
+  await backend.drain();
+  await new Promise((r) => setImmediate(r));
+  t.ok(hashes.every((h) => fs.pendingHolds(h) === 1), 'each chunk the open file reads is held for it');
+  t.same(await read('/kept.bin', kept!, 0, content.length), content, 'every byte is read through the descriptor');
+  t.same(await read('/rewritten.bin', other!, 0, rewritten.length + 10), rewritten, 'one rewritten meanwhile reads the rewrite, kept too');
+  t.equal((await call(ops.release, '/kept.bin', kept))[0], 0);
+  t.equal((await call(ops.release, '/rewritten.bin', other))[0], 0);
+  await new Promise((r) => setTimeout(r, 50));
+  t.ok([...hashes, ...newHashes].every((h) => fs.pendingHolds(h) === 0), 'the holds are given up at the last close');
+  t.throws(() => fs.chunkRangeInto(hashes[1]!, 0, 10, Buffer.alloc(10), 0), 'and the chunks are freed');
+  t.notOk(fs.exists('/kept.bin'), 'nothing comes back');
 });

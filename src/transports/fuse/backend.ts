@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ChangeEvent } from '../../core/events.js';
-import { CHUNK_SIZE, type AttributeChanges, type HoldRequest } from '../../fs/service.js';
+import { CHUNK_SIZE, type AttributeChanges, type ContentKeeper, type HoldRequest } from '../../fs/service.js';
 import type { EntryAttributes } from '../../fs/records.js';
 
 export type NodeKind = 'file' | 'dir' | 'symlink';
@@ -201,6 +201,12 @@ export interface FuseBackend {
    * Where the backend cannot tell (a remote mount), absent.
    */
   movesUnderway?(path: string): Promise<void> | undefined;
+  /**
+   * Let `keeper` keep what an open file still reads of a stored file another face removes (FsService's
+   * ContentKeeper, with the removed version's content as `current`), so its descriptors read on as
+   * on a local disk. Returns the function that stops it. Where the backend cannot (a remote mount), absent.
+   */
+  keepContent?(keeper: (path: string, current: StoredContent) => ReturnType<ContentKeeper>): () => void;
   /**
    * Whether `event` is a change this backend made, where it can tell exactly (the in-process
    * backend: FsService.madeBy). Absent: the mount tells by the paths it is changing or changed

@@ -35,7 +35,9 @@ import type { ChangeEvent, EventBus } from '../../core/events.js';
 import type { Logger } from '../../core/log.js';
 import { parentOf } from '../../core/paths.js';
 import { changedOf, hasInline, type EntryAttributes, type EntryRecord, type FileRecord, type VersionRecord } from '../../fs/records.js';
-import { CHUNK_SIZE, MoveUnderwayError, type AttributeChanges, type FsService, type HoldRequest, type MutationKind, type ShownEntry } from '../../fs/service.js';
+import {
+  CHUNK_SIZE, MoveUnderwayError, type AttributeChanges, type ContentKeeper, type FsService, type HoldRequest, type MutationKind, type ShownEntry,
+} from '../../fs/service.js';
 import { ExistsError, NotFoundError, ValidationError } from '../../core/errors.js';
 import {
   zeroChunkHash, type CommitOptions, type CommitPiece, type CommitResult, type FuseBackend, type NodeInfo, type SpaceInfo, type StoredContent,
@@ -217,6 +219,10 @@ export class LocalBackend implements FuseBackend {
 
   movesUnderway(path: string): Promise<void> | undefined {
     return this.#fs.movesUnderway(path, this);
+  }
+
+  keepContent(keeper: (path: string, current: StoredContent) => ReturnType<ContentKeeper>): () => void {
+    return this.#fs.addKeeper((path, rec) => keeper(path, this.#stored(rec)));
   }
 
   /** The entry at `path` as the mount sees it: a queued change, else the stored entry. */

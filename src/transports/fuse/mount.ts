@@ -138,7 +138,7 @@ export class FuseMount {
     this.#fs = fs;
     this.#native = native;
     const device = native.device;
-    if (native.renamed) fs.followRenames(native.renamed);
+    if (native.renamed && native.removed) fs.followNodeTable({ renamed: native.renamed, removed: native.removed });
     if (device) this.#kernel = new KernelCache(this.dir, device, log, native.nodeOf);
     else log.info({ dir: this.dir }, `no FUSE connection found to notify: changes from other faces show within ${KERNEL_CACHE_SECONDS} s`);
     this.#watchDetach();

@@ -429,6 +429,57 @@ export class OpenFile {
     });
   }
 
+  /**
+   * Another face is removing the stored file, in a transaction under way, whose version is
+   * `current`: the chunks this file still reads from the store (from its base, or from `current`
+   * when it has yet to take another face's rewrite), which that transaction holds for it (FsService's
+   * ContentKeeper). `adopt` runs once it is committed, with which could be held: the file then reads
+   * those chunks through its holds, given up when it is disposed of, as chunks stored ahead of a
+   * commit are. Undefined: nothing to keep (no stored base, or nothing of it read from the store;
+   * inline content stays with its record, in memory).
+   */
+  keepFrom(current: StoredContent): { hashes: string[]; adopt: (held: boolean[]) => Promise<void> } | undefined {
+    if (!this.#holds || this.readOnly) return undefined;
+    const rewritten = this.stale && !this.#changed;
+    const base = rewritten ? current : this.#base;
+    if (!base) return undefined;
+    const kept = rewritten ? base.size : this.#keep;
+    const indices: number[] = [];
+    const hashes: string[] = [];
+    for (let i = 0; i * CS < kept; i++) {
+      if (!rewritten && (this.#dirty.has(i) || this.#spilled.has(i) || this.#held.has(i))) continue;
+      const hash = base.hash(i);
+      if (hash === undefined) continue;
+      indices.push(i);
+      hashes.push(hash);
+    }
+    if (hashes.length === 0 && !rewritten) return undefined;
+    const adopt = (held: boolean[]) => this.#exclusive(async () => {
+      if (rewritten && this.stale && !this.#changed) {
+        await this.#rebase(base);
+        this.stale = false;
+      }
+      const release: string[] = [];
+      for (const [k, i] of indices.entries()) {
+        const hash = hashes[k]!;
+        if (!held[k]) continue;
+        // Still read from that base (not written, truncated or replaced since): read through the hold.
+        const unchanged = !this.#disposed && this.#base === base && !this.#dirty.has(i) && !this.#spilled.has(i) && !this.#held.has(i);
+        if (unchanged && Math.min((i + 1) * CS, base.size) <= this.#keep) {
+          this.#held.set(i, hash);
+          if (this.#cached?.index === i) this.#cached = undefined;
+          continue;
+        }
+        // Partly kept (truncated within it): its kept bytes are copied while the hold keeps them.
+        if (unchanged && i * CS < this.#keep) await this.#dirtyChunk(i, 0);
+        release.push(hash);
+      }
+      this.#release(release);
+      await this.#evict();
+    });
+    return { hashes, adopt };
+  }
+
   async #rebase(base: StoredContent): Promise<void> {
     this.#base = base;
     this.#size = base.size;

@@ -29,7 +29,7 @@ import { memoryPiece, type FuseBackend, type NodeInfo, type StoredContent } from
 import { ChunkHasher } from './hasher.js';
 import { ChunkHolds, type HoldingBackend } from './chunk-holds.js';
 import { OpenFile } from './open-file.js';
-import { CHUNK_SIZE, MoveUnderwayError } from '../../fs/service.js';
+import { CHUNK_SIZE, MoveUnderwayError, type ContentKeeper } from '../../fs/service.js';
 import { OwnChanges, commitMark } from './kernel-cache.js';
 import { isVersionsPath, listVersionsDir, resolveVersionsPath, VERSIONS_DIR, type VersionsTarget } from './versions.js';
 
@@ -95,6 +95,12 @@ const UINT32_MAX = 0xffffffff;
 const OUT_OF_SPACE = new Set(['ENOSPC', 'EDQUOT']);
 
 /** An open file hidden for a rename over it (see FuseFileSystem #rename). */
+/** The binding's node table (svc's libfuse 3 binding: NativeMount's `renamed` and `removed`). */
+export interface NodeTable {
+  renamed(from: string, to: string): string;
+  removed(path: string): string;
+}
+
 interface HiddenForRename {
   file: OpenFile;
   hiddenPath: string;
@@ -191,8 +197,8 @@ export class FuseFileSystem {
   readonly #pendingDeletes = new Map<string, PendingDelete>();
   readonly #unsubscribe: () => void;
   readonly #own = new OwnChanges();
-  /** The binding's node table's follower of other faces' renames, where it keeps one. */
-  #renamed: ((from: string, to: string) => string) | undefined;
+  /** The binding's node table, followed for other faces' renames and removals, where it keeps one. */
+  #table: NodeTable | undefined;
   readonly #onExternalChange: ((event: ChangeEvent) => void) | undefined;
   /** Hashes written chunks while files are written, when the backend reuses the hashes. */
   readonly #hasher: ChunkHasher | undefined;
@@ -207,7 +213,10 @@ export class FuseFileSystem {
     this.#log = opts.log;
     this.#uid = opts.uid;
     this.#gid = opts.gid;
-    const unsubscribe = [this.#backend.onChange((e) => this.#onChange(e)), this.#backend.onLostChanges?.(() => this.#onLostChanges())];
+    const unsubscribe = [
+      this.#backend.onChange((e) => this.#onChange(e)), this.#backend.onLostChanges?.(() => this.#onLostChanges()),
+      this.#backend.keepContent?.((path, current) => this.#keep(path, current)),
+    ];
     this.#unsubscribe = () => unsubscribe.forEach((u) => u?.());
     this.#hasher = this.#backend.reusesHashes ? new ChunkHasher() : undefined;
     this.#holds = this.#hasher && isHolding(this.#backend)
@@ -553,9 +562,9 @@ export class FuseFileSystem {
     return this.#statOf({ kind: 'dir', size: 0, mtime, ctime: Math.max(mtime, stored?.ctime ?? 0) });
   }
 
-  /** Follow other faces' renames in the binding's node table ({@link NativeMount.renamed}). */
-  followRenames(renamed: (from: string, to: string) => string): void {
-    this.#renamed = renamed;
+  /** Follow other faces' renames and removals in the binding's node table ({@link NativeMount.renamed}, `removed`). */
+  followNodeTable(table: NodeTable): void {
+    this.#table = table;
   }
 
   #onChange(event: ChangeEvent): void {
@@ -569,7 +578,7 @@ export class FuseFileSystem {
     // Another face's rename: what is open below the old path goes on under the new one, as after
     // a rename through the mount (before the kernel is told, whose notifications look the new
     // names up in the node table).
-    if (!own && event.type === 'rename' && event.new_path !== undefined && this.#renamed) this.#followRename(event.path, event.new_path);
+    if (!own && event.type === 'rename' && event.new_path !== undefined && this.#table) this.#followRename(event.path, event.new_path);
     // Another face's delete (of the file, or of a directory above it): what is open there is
     // unlinked, as by an unlink through the mount. Its descriptors go on, and its close stores
     // nothing: the acknowledged delete is not undone by a close that follows it.
@@ -582,13 +591,44 @@ export class FuseFileSystem {
     if (!own) this.#onExternalChange?.(event);
   }
 
+  /**
+   * Another face is removing the stored file at `path` (its version: `current`) while it is open
+   * here: what the open file still reads from the store is kept for it (held in the removing
+   * transaction, then adopted), so its descriptors read on, as on a local disk and as after an
+   * unlink through the mount (whose hide copies it). The delete event then unlinks it ({@link #followDelete}).
+   */
+  #keep(path: string, current: StoredContent): ReturnType<ContentKeeper> {
+    const file = this.#files.get(path);
+    if (!file || file.orphan || file.isNew) return undefined;
+    const keep = file.keepFrom(current);
+    return keep && {
+      hashes: keep.hashes,
+      kept: (held) => void keep.adopt(held).catch((err: unknown) => this.#log.error({ err, path }, 'keeping an open file that another face deleted failed')),
+    };
+  }
+
   /** Another face deleted `path` (a file, or a directory with everything below it). */
   #followDelete(path: string): void {
     for (const [p, file] of [...this.#files]) {
       if (!isWithin(p, path) || file.orphan || file.isNew) continue;
-      file.orphan = true;
-      this.#files.delete(p);
-      if (file.handles.size === 0) void file.dispose();
+      this.#unlinkedElsewhere(file, this.#table?.removed(p) ?? '');
+    }
+  }
+
+  /**
+   * Another face removed or replaced open `file`'s stored file: it is unlinked, as by an unlink
+   * through the mount (its descriptors read what they read, and nothing of it is stored again).
+   * Under `hidden`, the hidden path the binding's node table gave it, its descriptors go on with
+   * fstat too, and its last close unlinks that; without one (fuse-native), it is reached by handle only.
+   */
+  #unlinkedElsewhere(file: OpenFile, hidden: string): void {
+    file.orphan = true;
+    this.#files.delete(file.path);
+    if (hidden) {
+      file.path = hidden;
+      this.#files.set(hidden, file);
+    } else if (file.handles.size === 0) {
+      void file.dispose();
     }
   }
 
@@ -600,18 +640,9 @@ export class FuseFileSystem {
    * next commit stores what was written through them.
    */
   #followRename(from: string, to: string): void {
-    const hidden = this.#renamed!(from, to);
+    const hidden = this.#table!.renamed(from, to);
     const replaced = this.#files.get(to);
-    if (replaced && !isWithin(to, from)) {
-      replaced.orphan = true;
-      this.#files.delete(to);
-      if (hidden) {
-        replaced.path = hidden;
-        this.#files.set(hidden, replaced);
-      } else if (replaced.handles.size === 0) {
-        void replaced.dispose();
-      }
-    }
+    if (replaced && !isWithin(to, from)) this.#unlinkedElsewhere(replaced, hidden);
     this.#moveOpenFiles(from, to);
   }
 
