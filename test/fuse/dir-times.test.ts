@@ -16,14 +16,15 @@ import { bytes } from '../helpers/daemon.js';
 const skip = fuseSkipReason();
 if (skip) console.log(`# ${skip}`);
 
-/** Run a Python probe (`dir` is sys.argv[1], cwd) in a child; its stdout lines. */
-async function py(t: { teardown(fn: () => unknown): void }, dir: string, code: string, timeoutS = 20): Promise<string[]> {
+/** Run a Python probe (`dir` is sys.argv[1], cwd; `args` follow it) in a child; its stdout lines. */
+async function py(t: { teardown(fn: () => unknown): void }, dir: string, code: string, args: string[] = [], timeoutS = 20): Promise<string[]> {
   const tmp = tempDir('svc-dir-times-py-');
   t.teardown(() => rmSync(tmp, { recursive: true, force: true }));
   const file = join(tmp, 'probe.py');
   writeFileSync(file, `import os, sys, time\nos.chdir(sys.argv[1])\n${code}\n`);
   // SIGKILL: a process waiting for a FUSE answer only dies of a fatal signal.
-  const r = await sh(`timeout -s KILL ${timeoutS} python3 '${file}' '${dir}'`, { timeoutMs: (timeoutS + 5) * 1000 });
+  const quoted = [file, dir, ...args].map((a) => `'${a}'`).join(' ');
+  const r = await sh(`timeout -s KILL ${timeoutS} python3 ${quoted}`, { timeoutMs: (timeoutS + 5) * 1000 });
   if (r.code !== 0) throw new Error(`probe exited ${r.code}: ${r.stderr}`);
   return r.stdout.trim().split('\n');
 }
@@ -68,7 +69,11 @@ const EXPECTED = [
   'symlink moved', 'chmod mtime kept ctime moved',
 ];
 
-/** Python's import finds a module written into a directory it scanned already (without invalidate_caches). */
+/**
+ * Python's import finds a module written into a directory it scanned already (without
+ * invalidate_caches). sys.argv[2]: the directory to make; sys.argv[3], if given: a file to create
+ * once it scanned, and the module is then written by the test (another face), else by the probe.
+ */
 const IMPORT_AFTER_SCAN = `
 d = sys.argv[2]
 os.mkdir(d)
@@ -101,12 +106,12 @@ t.test('directory times through the mounts', { skip }, async (t) => {
   const r: MountProcess = await startRemoteMount(t, d.url);
   for (const [label, mnt] of [['daemon mount', d.mnt], ['remote mount', r.mnt]] as const) {
     t.test(`${label}: a name made, removed or renamed in a directory moves its mtime and ctime; a rewrite does not`, async (t) => {
-      const lines = await py(t, mnt, PER_CHANGE.replace('sys.argv[2]', `'${unique('per-change')}'`));
+      const lines = await py(t, mnt, PER_CHANGE, [unique('per-change')]);
       t.same(lines, EXPECTED, '(a rewrite and a chmod leave the mtime; a chmod moves the ctime)');
     });
 
     t.test(`${label}: Python imports a module written after it scanned the directory`, async (t) => {
-      const lines = await py(t, mnt, IMPORT_AFTER_SCAN.replace('sys.argv[2]', `'${unique('imports')}'`));
+      const lines = await py(t, mnt, IMPORT_AFTER_SCAN, [unique('imports')]);
       t.same(lines, ['not there yet', 'imported 42']);
     });
 
@@ -115,7 +120,7 @@ t.test('directory times through the mounts', { skip }, async (t) => {
       const tmp = tempDir('svc-dir-times-flag-');
       t.teardown(() => rmSync(tmp, { recursive: true, force: true }));
       const flag = join(tmp, 'scanned');
-      const probe = py(t, mnt, IMPORT_AFTER_SCAN.replace("d = sys.argv[2]", `d = '${dir}'`).replace('len(sys.argv) > 3', 'True').replace('sys.argv[3]', `'${flag}'`));
+      const probe = py(t, mnt, IMPORT_AFTER_SCAN, [dir, flag]);
       t.ok(await eventually(async () => existsSync(flag), 10_000), 'the probe scanned the directory');
       await d.rpc('write', { path: `/${dir}/late_module.py`, content: bytes('X = 42\n') });
       t.same(await probe, ['not there yet', 'imported 42']);
