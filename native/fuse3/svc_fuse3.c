@@ -145,6 +145,7 @@ typedef struct dir_s {
   struct stat *stats; /* each entry's attributes, when JS gave them */
   uint32_t count;
   bool loaded;
+  uint64_t edits; /* the mount's `edits` when the listing was asked for */
 } dir_t;
 
 /*
@@ -210,6 +211,11 @@ typedef struct mount_s {
   parked_t *parked_first, *parked_last;
   held_t *held_first, *held_last;
   uint32_t changes; /* the `changing` and `waiting` counts of all nodes together (0: nothing is held) */
+  /*
+   * Changes asked for through the mount, or reported by other faces (js_node_of), so far: a
+   * listing taken before one carries no attributes any more (answer_listing).
+   */
+  uint64_t edits;
   int timeout_ms;
   double cache_seconds;
   bool ended; /* the connection is over */
@@ -278,6 +284,7 @@ typedef struct req_s {
   size_t size;      /* readdir's buffer size */
   off_t off;        /* readdir's offset */
   bool plus;        /* readdirplus */
+  uint64_t edits;   /* readdir: the mount's `edits` when it was asked for */
   slot_t *slot;     /* a read's or write's pooled buffer */
   char *data;       /* its own buffer when no slot was free */
   size_t len;
@@ -660,6 +667,25 @@ static void clear_exception(napi_env env) {
  * entry (which have no n2 or n3), n2 and n3 are the caller's uid and gid. The request may be
  * answered, and freed, before this returns: callers touch it no more.
  */
+/*
+ * Whether `r` asking for `op` may change a file's attributes or a directory's names (a listing
+ * taken before it is stale). Reads, and the opens and closes of handles opened for reading, do not.
+ */
+static bool changes_something(const req_t *r, int op) {
+  switch (op) {
+    case OP_OPEN:
+      return (r->fi.flags & O_ACCMODE) != O_RDONLY || (r->fi.flags & O_TRUNC);
+    case OP_FSYNC: case OP_RELEASE:
+      return !r->has_fi || (r->fi.flags & O_ACCMODE) != O_RDONLY;
+    case OP_CREATE: case OP_WRITE: case OP_TRUNCATE: case OP_FTRUNCATE: case OP_UNLINK: case OP_RENAME:
+    case OP_LINK: case OP_MKNOD: case OP_SYMLINK: case OP_MKDIR: case OP_RMDIR: case OP_CHMOD:
+    case OP_CHOWN: case OP_UTIMENS: case OP_COPY_FILE_RANGE: case OP_FALLOCATE:
+      return true;
+    default:
+      return false; /* a flush's flags are not passed on: its handle's writes and release count */
+  }
+}
+
 static void ask(req_t *r, int op, int then) {
   mount_t *m = r->m;
   napi_env env = m->env;
@@ -677,6 +703,7 @@ static void ask(req_t *r, int op, int then) {
   napi_value undefined, fn, result;
   napi_get_undefined(env, &undefined);
   bool makes = op == OP_CREATE || op == OP_MKDIR || op == OP_SYMLINK || op == OP_MKNOD;
+  if (changes_something(r, op)) m->edits++;
   napi_value argv[10];
   bool ok = napi_get_reference_value(env, m->dispatch, &fn) == napi_ok && fn &&
             napi_create_external(env, r, NULL, NULL, &argv[0]) == napi_ok;
@@ -858,6 +885,13 @@ static void answer_listing(mount_t *m, fuse_req_t fr, fuse_ino_t ino, dir_t *d, 
   char *buf = malloc(size ? size : 1);
   if (!buf) { fuse_reply_err(fr, ENOMEM); return; }
   node_t *dir = by_ino(m, ino);
+  /*
+   * A change since the listing was asked for (through the mount or by another face) may have
+   * made its attributes stale: READDIRPLUS would push them into the kernel over the file's
+   * current ones (a rewritten file read short, to its old size). Its entries then go without
+   * attributes, and the kernel looks them up when a program asks.
+   */
+  bool fresh = d->edits == m->edits;
   size_t used = 0;
   for (uint32_t i = (uint32_t)(off < 0 ? 0 : off); i < d->count; i++) {
     const char *name = d->names[i];
@@ -871,7 +905,7 @@ static void answer_listing(mount_t *m, fuse_req_t fr, fuse_ino_t ino, dir_t *d, 
       e.attr = st;
       bool dots = name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
       /* "." and "..", and entries without attributes: no node (the kernel looks them up itself). */
-      node_t *n = d->stats && !dots && dir ? node_get(m, dir, name) : NULL;
+      node_t *n = d->stats && fresh && !dots && dir ? node_get(m, dir, name) : NULL;
       if (n) fill_entry(m, &e, n, &st);
       need = fuse_add_direntry_plus(fr, buf + used, size - used, name, &e, (off_t)i + 1);
       if (need > size - used) {
@@ -1098,6 +1132,7 @@ static void advance(req_t *r, int code) {
       d->stats = r->stats;
       d->count = r->count;
       d->loaded = true;
+      d->edits = r->edits;
       r->names = NULL;
       r->stats = NULL;
       r->count = 0;
@@ -1674,6 +1709,7 @@ static void list_dir(fuse_req_t fr, fuse_ino_t ino, size_t size, off_t off, stru
   r->size = size;
   r->off = off;
   r->plus = plus;
+  r->edits = MOUNT_OF(fr)->edits;
   ask(r, OP_READDIR, K_READDIR);
 }
 
@@ -2453,6 +2489,8 @@ static napi_value js_node_of(napi_env env, napi_callback_info info) {
   }
   node_t *n = node_at(m, path);
   free(path);
+  /* Asked for each path another face changed: listings taken before it are stale. */
+  m->edits++;
   return num(env, n ? (double)n->ino : 0);
 }
 
