@@ -662,12 +662,6 @@ static void clear_exception(napi_env env) {
 }
 
 /*
- * Ask JS for operation `op`; its answer (reply()) leads to `then`. JS gets
- * dispatch(req, op, path, path2, n0, n1, buffer, length, n2, n3); for the operations that make an
- * entry (which have no n2 or n3), n2 and n3 are the caller's uid and gid. The request may be
- * answered, and freed, before this returns: callers touch it no more.
- */
-/*
  * Whether `r` asking for `op` may change a file's attributes or a directory's names (a listing
  * taken before it is stale). Reads, and the opens and closes of handles opened for reading, do not.
  */
@@ -686,6 +680,12 @@ static bool changes_something(const req_t *r, int op) {
   }
 }
 
+/*
+ * Ask JS for operation `op`; its answer (reply()) leads to `then`. JS gets
+ * dispatch(req, op, path, path2, n0, n1, buffer, length, n2, n3); for the operations that make an
+ * entry (which have no n2 or n3), n2 and n3 are the caller's uid and gid. The request may be
+ * answered, and freed, before this returns: callers touch it no more.
+ */
 static void ask(req_t *r, int op, int then) {
   mount_t *m = r->m;
   napi_env env = m->env;
