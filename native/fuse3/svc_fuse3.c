@@ -686,6 +686,17 @@ static bool changes_something(const req_t *r, int op) {
  * entry (which have no n2 or n3), n2 and n3 are the caller's uid and gid. The request may be
  * answered, and freed, before this returns: callers touch it no more.
  */
+/*
+ * A path in the mount's read-only history tree (/.versions, transports/fuse/versions.ts). A name
+ * missing there is not kept as a negative entry: every write, by any face and by this mount too,
+ * adds a version (and a file's history) there, and nothing tells the kernel, so a lookup made
+ * before the write (`stat /.versions/f/2`, then `echo two > f`) hid the new version for the entry
+ * timeout while `ls` of the history listed it. A plain ENOENT leaves the kernel nothing to keep.
+ */
+static bool in_versions(const char *path) {
+  return path && strncmp(path, "/.versions", 10) == 0 && (path[10] == '\0' || path[10] == '/');
+}
+
 static void ask(req_t *r, int op, int then) {
   mount_t *m = r->m;
   napi_env env = m->env;
@@ -1013,8 +1024,9 @@ static void advance(req_t *r, int code) {
       return;
     }
     case K_LOOKUP:
-      if (code == -ENOENT && r->fr && m->cache_seconds > 0) {
-        /* A negative entry: the kernel remembers the name is missing for as long as it caches names. */
+      if (code == -ENOENT && r->fr && m->cache_seconds > 0 && !in_versions(r->path)) {
+        /* A negative entry: the kernel remembers the name is missing for as long as it caches names.
+           Not below /.versions (in_versions). */
         struct fuse_entry_param e;
         memset(&e, 0, sizeof e);
         e.entry_timeout = m->cache_seconds;
