@@ -114,6 +114,12 @@ export type ContentKeeper = (path: string, rec: FileRecord) => { hashes: readonl
 /** Awaited after a commit and before the answer (local mount directories are mirrored here). */
 export type CommitHook = (events: readonly ChangeEvent[]) => Promise<void>;
 
+/**
+ * Awaited after {@link FsService.setAttributes} commits a client's change of an entry's attributes
+ * (no change event is published for those): a storage mount gives the host file the new mode.
+ */
+export type AttributeHook = (path: string, entry: EntryRecord) => Promise<void>;
+
 /** Who asks for a change: a client (guards apply) or a storage backend reporting an outside change. */
 export interface ChangeOrigin {
   fromBackend?: boolean | undefined;
@@ -322,6 +328,7 @@ export class FsService {
   readonly #pending: Table<number>;
   readonly #guards: MutationGuard[] = [];
   readonly #hooks: CommitHook[] = [];
+  readonly #attributeHooks: AttributeHook[] = [];
   readonly #keepers: ContentKeeper[] = [];
   /** Inside a transaction: the keepers' `kept` calls, made once it is committed ({@link #transact}). */
   #kept: (() => void)[] | undefined;
@@ -500,6 +507,11 @@ export class FsService {
       const i = this.#keepers.indexOf(keeper);
       if (i >= 0) this.#keepers.splice(i, 1);
     };
+  }
+
+  /** Add a hook awaited after a client's attribute change is committed ({@link AttributeHook}). */
+  addAttributeHook(hook: AttributeHook): void {
+    this.#attributeHooks.push(hook);
   }
 
   /** Add a hook awaited after every commit, before the change is answered and published. */
@@ -1074,7 +1086,7 @@ export class FsService {
     await this.#pastBarriers(origin);
     const settle = this.#check(origin, 'write', [p], false);
     try {
-      return await this.#transact(origin, () => {
+      const entry = await this.#transact(origin, () => {
         const rec = this.#entries.get(entryKey(p));
         if (!rec) throw new NotFoundError(`Not found: ${p}`, { path: p });
         const now = Date.now();
@@ -1097,6 +1109,8 @@ export class FsService {
         this.#entries.put(entryKey(p), next);
         return next;
       });
+      if (!origin.fromBackend) for (const hook of this.#attributeHooks) await hook(p, entry);
+      return entry;
     } finally {
       settle();
     }

@@ -11,7 +11,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, realpathSync, type Stats } from 'node:fs';
-import { lstat, mkdir, open, readFile, readdir, readlink, realpath, rename, rm, symlink, unlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readFile, readdir, readlink, realpath, rename, rm, symlink, unlink } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import chokidar, { type FSWatcher } from 'chokidar';
 import type { Logger } from '../core/log.js';
@@ -21,6 +21,8 @@ import { isWithin, relativeTo } from '../core/paths.js';
 import type { FsService } from '../fs/service.js';
 
 const TEMP_PREFIX = '.svc-tmp-';
+/** How often a removed host directory is looked for. */
+const ROOT_POLL_MS = 250;
 
 async function hashFile(path: string): Promise<string> {
   const h = createHash('sha256');
@@ -67,6 +69,8 @@ export class LocalBackend {
   readonly #onDisk = new Map<string, string>();
   #root = '';
   #watcher: FSWatcher | undefined;
+  /** Looking for the host directory to come back ({@link #rootRemoved}). */
+  #rootPoll: NodeJS.Timeout | undefined;
   #queue: Promise<void> = Promise.resolve();
 
   /** How a watcher event looks at the disk (injectable, so tests can hold it mid-look). */
@@ -92,6 +96,10 @@ export class LocalBackend {
   async start(): Promise<void> {
     await this.#fs.mkdir(this.mountPoint, { parents: true, fromBackend: true });
     await this.#initialSync();
+    await this.#watch();
+  }
+
+  async #watch(): Promise<void> {
     const watcher = chokidar.watch(this.#root, {
       ignoreInitial: true,
       followSymlinks: false,
@@ -104,7 +112,33 @@ export class LocalBackend {
     this.#watcher = watcher;
   }
 
+  /**
+   * The host directory itself was removed (`rm -rf out && mkdir out` on the host): the watcher
+   * went with it, so nothing made in a new directory there was imported until the mount was
+   * activated again. Look for it every {@link ROOT_POLL_MS}; once it is back, svc's view is made
+   * equal to it and it is watched again.
+   */
+  #rootRemoved(): void {
+    if (this.#rootPoll || !this.#watcher) return;
+    const old = this.#watcher;
+    this.#rootPoll = setInterval(() => {
+      void lstat(this.dataDir).then(async (st) => {
+        if (!st.isDirectory() || !this.#rootPoll || this.#watcher !== old) return;
+        clearInterval(this.#rootPoll);
+        this.#rootPoll = undefined;
+        this.#watcher = undefined;
+        await old.close();
+        this.#root = await realpath(this.dataDir);
+        this.#enqueue(() => this.#initialSync());
+        await this.#watch();
+      }, () => undefined).catch((err: unknown) => this.#log.warn({ err, mount: this.mountPoint }, 'could not watch the host directory again'));
+    }, ROOT_POLL_MS);
+    this.#rootPoll.unref();
+  }
+
   async stop(): Promise<void> {
+    if (this.#rootPoll) clearInterval(this.#rootPoll);
+    this.#rootPoll = undefined;
     await this.#watcher?.close();
     this.#watcher = undefined;
     await this.#queue;
@@ -186,6 +220,18 @@ export class LocalBackend {
     }
   }
 
+  /**
+   * A client changed the mode of `svcPath` (set_attributes, chmod in a mount): the host file or
+   * directory gets it too (not a symlink, whose mode means nothing), so a script made executable
+   * through svc runs on the host. The host's watcher sees no content change in it.
+   */
+  async applyMode(svcPath: string, mode: number): Promise<void> {
+    const host = this.#hostPath(svcPath);
+    const now = await lstat(host).catch(() => undefined);
+    if (!now || now.isSymbolicLink() || (now.mode & 0o7777) === (mode & 0o7777)) return;
+    await chmod(host, mode & 0o7777).catch(ignoreMissing);
+  }
+
   async #applyNow(event: ChangeEvent): Promise<void> {
     const rel = this.#rel(event.path);
     const host = this.#hostPath(event.path);
@@ -256,8 +302,12 @@ export class LocalBackend {
       if (rec.symlink) {
         await symlink(this.#fs.content(rec).toString('utf8'), tmp);
       } else {
-        const fh = await open(tmp, 'w', 0o644);
+        // The mode svc holds; for a file svc never gave one (an RPC write), the host file's, so
+        // an edit through svc does not make a host script lose its executable bit.
+        const mode = rec.mode ?? (await lstat(host).then((st) => (st.isFile() ? st.mode & 0o7777 : undefined), () => undefined)) ?? 0o644;
+        const fh = await open(tmp, 'w', mode);
         try {
+          await fh.chmod(mode); // past the umask
           for (const chunk of this.#fs.chunks(rec)) await fh.write(chunk);
           await fh.sync();
         } finally {
@@ -277,9 +327,21 @@ export class LocalBackend {
   async #import(svcPath: string, host: string, isLink: boolean): Promise<void> {
     const link = isLink ? await readLink(host) : undefined;
     const etag = link?.etag ?? (await hashFile(host));
+    const mode = isLink ? undefined : (await lstat(host)).mode & 0o7777;
     this.#onDisk.set(this.#rel(svcPath), onDiskKey(etag, isLink));
-    if (this.#holds(svcPath, etag, isLink)) return;
-    await this.#fs.write(svcPath, link?.content ?? (await readFile(host)), { force: true, fromBackend: true, symlink: isLink });
+    if (this.#holds(svcPath, etag, isLink)) return await this.#importMode(svcPath, mode);
+    await this.#fs.write(svcPath, link?.content ?? (await readFile(host)), {
+      force: true, fromBackend: true, symlink: isLink, attributes: mode === undefined ? undefined : { mode },
+    });
+  }
+
+  /** The host file's mode, where svc holds another for the same content. */
+  async #importMode(svcPath: string, mode: number | undefined): Promise<void> {
+    if (mode === undefined) return;
+    const current = this.#fs.stat(svcPath);
+    if (current?.kind === 'file' && (current.mode ?? 0o644) !== mode) {
+      await this.#fs.setAttributes(svcPath, { mode }, { fromBackend: true });
+    }
   }
 
   /** svc already holds this content at `svcPath`, as a symlink or not as the host has it. */
@@ -330,6 +392,7 @@ export class LocalBackend {
   }
 
   async #onHostChange(event: string, host: string): Promise<void> {
+    if (event === 'unlinkDir' && host === this.#root) return this.#rootRemoved();
     const svcPath = this.#svcPath(host);
     if (!svcPath || svcPath === this.mountPoint || !isWithin(svcPath, this.mountPoint)) return;
     if (!this.#own.owns(svcPath)) return;
@@ -370,10 +433,13 @@ export class LocalBackend {
           throw err;
         }
         const etag = link?.etag ?? createHash('sha256').update(content).digest('hex');
+        const mode = isLink ? undefined : now.mode & 0o7777;
         return async () => {
           this.#onDisk.set(rel, onDiskKey(etag, isLink));
-          if (this.#holds(svcPath, etag, isLink)) return;
-          await this.#fs.write(svcPath, content, { force: true, fromBackend: true, symlink: isLink });
+          if (this.#holds(svcPath, etag, isLink)) return await this.#importMode(svcPath, mode);
+          await this.#fs.write(svcPath, content, {
+            force: true, fromBackend: true, symlink: isLink, attributes: mode === undefined ? undefined : { mode },
+          });
         };
       }
       case 'unlink':

@@ -95,6 +95,10 @@ export class MountService {
     this.#saved = deps.store.table('saved_mounts');
     deps.fs.addGuard((kind, paths, subtree) => this.#guard(kind, paths, subtree));
     deps.fs.addCommitHook((events) => this.#mirror(events));
+    deps.fs.addAttributeHook(async (path, entry) => {
+      const m = this.route(path);
+      if (m && path !== m.spec.mount_point && entry.mode !== undefined) await m.backend.applyMode(path, entry.mode);
+    });
   }
 
   /** The mount a path is routed to, if any. */
