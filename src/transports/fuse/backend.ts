@@ -186,6 +186,12 @@ export interface FuseBackend {
   setAttributes(path: string, changes: AttributeChanges): Promise<void>;
   /** Versions of a file, oldest first. */
   versions(path: string): Promise<VersionInfo[]>;
+  /**
+   * One version of a file, undefined when it has none of that number. Optional: without it the
+   * mount finds it in {@link versions}, which lists them all (a lookup or open of each of n
+   * versions under /.versions then reads n of them).
+   */
+  version?(path: string, version: number): Promise<VersionInfo | undefined>;
   versionContent(path: string, version: number): Promise<StoredContent>;
   space(): Promise<SpaceInfo>;
   /** Changes committed through any face (RPC, WebSocket, other mounts, this one); returns unsubscribe. */

@@ -479,6 +479,17 @@ export class LocalBackend implements FuseBackend {
       .reverse();
   }
 
+  async version(path: string, version: number): Promise<VersionInfo | undefined> {
+    await this.drain();
+    try {
+      const v = this.#fs.versionRecord(path, version);
+      return { version: v.version, size: v.size, modified: v.modified };
+    } catch (err) {
+      if (err instanceof NotFoundError) return undefined;
+      throw err;
+    }
+  }
+
   async versionContent(path: string, version: number): Promise<StoredContent> {
     const queued = this.#queued.get(path);
     if (queued?.info && queued.info.version === version) return queuedContent(queued);

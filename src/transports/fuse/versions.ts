@@ -51,7 +51,9 @@ export async function resolveVersionsPath(backend: FuseBackend, path: string): P
   const file = parentOf(live);
   const owner = file === '/' ? undefined : await backend.stat(file);
   if (!owner || owner.kind === 'dir') return undefined;
-  const version = (await backend.versions(file)).find((v) => v.version === Number(n));
+  const version = backend.version
+    ? await backend.version(file, Number(n))
+    : (await backend.versions(file)).find((v) => v.version === Number(n));
   return version && { kind: 'version', path: file, version };
 }
 
