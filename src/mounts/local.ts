@@ -11,7 +11,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, realpathSync, type Stats } from 'node:fs';
-import { chmod, lstat, mkdir, open, readFile, readdir, readlink, realpath, rename, rm, symlink, unlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir, stat, open, readFile, readdir, readlink, realpath, rename, rm, symlink, unlink } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import chokidar, { type FSWatcher } from 'chokidar';
 import type { Logger } from '../core/log.js';
@@ -21,7 +21,7 @@ import { isWithin, relativeTo } from '../core/paths.js';
 import type { FsService } from '../fs/service.js';
 
 const TEMP_PREFIX = '.svc-tmp-';
-/** How often a removed host directory is looked for. */
+/** How often the host directory itself is looked at (removed and made again: {@link LocalBackend}'s checkRoot). */
 const ROOT_POLL_MS = 250;
 
 async function hashFile(path: string): Promise<string> {
@@ -69,8 +69,10 @@ export class LocalBackend {
   readonly #onDisk = new Map<string, string>();
   #root = '';
   #watcher: FSWatcher | undefined;
-  /** Looking for the host directory to come back ({@link #rootRemoved}). */
+  /** Looks at the host directory itself ({@link #checkRoot}), and the one being watched (`dev:ino`). */
   #rootPoll: NodeJS.Timeout | undefined;
+  #rootId: string | undefined;
+  #rechecking = false;
   #queue: Promise<void> = Promise.resolve();
 
   /** How a watcher event looks at the disk (injectable, so tests can hold it mid-look). */
@@ -97,9 +99,12 @@ export class LocalBackend {
     await this.#fs.mkdir(this.mountPoint, { parents: true, fromBackend: true });
     await this.#initialSync();
     await this.#watch();
+    this.#rootPoll = setInterval(() => void this.#checkRoot(), ROOT_POLL_MS);
+    this.#rootPoll.unref();
   }
 
   async #watch(): Promise<void> {
+    this.#rootId = await stat(this.#root).then((st) => `${st.dev}:${st.ino}`, () => undefined);
     const watcher = chokidar.watch(this.#root, {
       ignoreInitial: true,
       followSymlinks: false,
@@ -113,27 +118,31 @@ export class LocalBackend {
   }
 
   /**
-   * The host directory itself was removed (`rm -rf out && mkdir out` on the host): the watcher
-   * went with it, so nothing made in a new directory there was imported until the mount was
-   * activated again. Look for it every {@link ROOT_POLL_MS}; once it is back, svc's view is made
-   * equal to it and it is watched again.
+   * The host directory itself removed and made again (`rm -rf out && mkdir out` on the host): the
+   * watcher stays with the removed directory, so nothing made in the new one was imported until
+   * the mount was activated again. Every {@link ROOT_POLL_MS} the directory is looked at; once it
+   * is another one than the watcher's, svc's view is made equal to it and it is watched instead.
    */
-  #rootRemoved(): void {
-    if (this.#rootPoll || !this.#watcher) return;
-    const old = this.#watcher;
-    this.#rootPoll = setInterval(() => {
-      void lstat(this.dataDir).then(async (st) => {
-        if (!st.isDirectory() || !this.#rootPoll || this.#watcher !== old) return;
-        clearInterval(this.#rootPoll);
-        this.#rootPoll = undefined;
-        this.#watcher = undefined;
-        await old.close();
-        this.#root = await realpath(this.dataDir);
-        this.#enqueue(() => this.#initialSync());
-        await this.#watch();
-      }, () => undefined).catch((err: unknown) => this.#log.warn({ err, mount: this.mountPoint }, 'could not watch the host directory again'));
-    }, ROOT_POLL_MS);
-    this.#rootPoll.unref();
+  async #checkRoot(): Promise<void> {
+    if (this.#rechecking || !this.#watcher) return;
+    this.#rechecking = true;
+    try {
+      const now = await stat(this.dataDir).catch(() => undefined);
+      if (!now?.isDirectory() || `${now.dev}:${now.ino}` === this.#rootId) return;
+      const old = this.#watcher;
+      this.#watcher = undefined;
+      await old.close();
+      if (!this.#rootPoll) return; // stopped meanwhile
+      this.#root = await realpath(this.dataDir);
+      await this.#watch();
+      if (!this.#rootPoll) return void (await (this.#watcher as FSWatcher | undefined)?.close()); // stopped meanwhile
+      this.#enqueue(() => this.#initialSync());
+      await this.#queue;
+    } catch (err) {
+      this.#log.warn({ err, mount: this.mountPoint }, 'could not watch the host directory again');
+    } finally {
+      this.#rechecking = false;
+    }
   }
 
   async stop(): Promise<void> {
@@ -244,15 +253,23 @@ export class LocalBackend {
       }
       case 'delete':
         this.#onDisk.delete(rel);
-        await unlink(host).catch(ignoreMissing);
+        // Not a directory the host has there now: a host file replaced by a directory is imported
+        // as the file's delete, and that delete must not touch the directory.
+        if ((await lstat(host).catch(() => undefined))?.isDirectory()) return;
+        await unlink(host).catch(ignoreMissingOrNotDir);
         return;
       case 'mkdir':
         await mkdir(host, { recursive: true });
         return;
-      case 'rmdir':
+      case 'rmdir': {
         this.#forget(rel);
+        // Only a directory: a host directory replaced by a file is imported as the directory's
+        // removal, which must not remove the file the host has there now.
+        const now = await lstat(host).catch(() => undefined);
+        if (!now?.isDirectory()) return;
         await rm(host, { recursive: true, force: true });
         return;
+      }
       case 'rename': {
         const toRel = this.#rel(event.new_path!);
         const to = this.#hostPath(event.new_path!);
@@ -323,11 +340,33 @@ export class LocalBackend {
     return onDiskKey(rec.etag, rec.symlink);
   }
 
+  /**
+   * The host has a directory (`dir`) or a file at `svcPath` where svc holds the other kind (the
+   * host replaced one by the other while the daemon was down, or faster than the watcher's
+   * unlink could tell): svc's entry goes first, so the host's can be imported. The removal's
+   * mirror leaves the host's new entry alone (it removes only its own kind). False when another
+   * mount lies below svc's directory (that mount's content is not this one's to remove).
+   */
+  async #clearOtherKind(svcPath: string, dir: boolean): Promise<boolean> {
+    const current = this.#fs.stat(svcPath);
+    if (!current || (current.kind === 'dir') === dir) return true;
+    if (current.kind === 'dir') {
+      if (this.#own.holdsOther(svcPath)) return false;
+      this.#forget(this.#rel(svcPath));
+      await this.#fs.rmdir(svcPath, { recursive: true, fromBackend: true });
+    } else {
+      this.#onDisk.delete(this.#rel(svcPath));
+      await this.#fs.delete(svcPath, { fromBackend: true });
+    }
+    return true;
+  }
+
   /** Import a host file, or a host symlink as a symlink (its target is never followed). */
   async #import(svcPath: string, host: string, isLink: boolean): Promise<void> {
     const link = isLink ? await readLink(host) : undefined;
     const etag = link?.etag ?? (await hashFile(host));
     const mode = isLink ? undefined : (await lstat(host)).mode & 0o7777;
+    if (!(await this.#clearOtherKind(svcPath, false))) return;
     this.#onDisk.set(this.#rel(svcPath), onDiskKey(etag, isLink));
     if (this.#holds(svcPath, etag, isLink)) return await this.#importMode(svcPath, mode);
     await this.#fs.write(svcPath, link?.content ?? (await readFile(host)), {
@@ -362,6 +401,7 @@ export class LocalBackend {
         try {
           if (ent.isDirectory()) {
             seen.add(svcPath);
+            if (!(await this.#clearOtherKind(svcPath, true))) continue;
             await this.#fs.mkdir(svcPath, { parents: true, fromBackend: true });
             await walk(host);
           } else if (ent.isFile() || ent.isSymbolicLink()) {
@@ -392,7 +432,6 @@ export class LocalBackend {
   }
 
   async #onHostChange(event: string, host: string): Promise<void> {
-    if (event === 'unlinkDir' && host === this.#root) return this.#rootRemoved();
     const svcPath = this.#svcPath(host);
     if (!svcPath || svcPath === this.mountPoint || !isWithin(svcPath, this.mountPoint)) return;
     if (!this.#own.owns(svcPath)) return;
@@ -437,13 +476,17 @@ export class LocalBackend {
         return async () => {
           this.#onDisk.set(rel, onDiskKey(etag, isLink));
           if (this.#holds(svcPath, etag, isLink)) return await this.#importMode(svcPath, mode);
+          // A directory replaced by a file on the host, whose unlinkDir came late.
+          if (!(await this.#clearOtherKind(svcPath, false))) return;
+          this.#onDisk.set(rel, onDiskKey(etag, isLink));
           await this.#fs.write(svcPath, content, {
             force: true, fromBackend: true, symlink: isLink, attributes: mode === undefined ? undefined : { mode },
           });
         };
       }
       case 'unlink':
-        if (now) return undefined;
+        // Gone, or a directory now (`rm f && mkdir f`): svc's file goes either way.
+        if (now && !now.isDirectory()) return undefined;
         return async () => {
           this.#onDisk.delete(rel);
           if (this.#fs.stat(svcPath)?.kind === 'file') await this.#fs.delete(svcPath, { fromBackend: true });
@@ -451,10 +494,13 @@ export class LocalBackend {
       case 'addDir':
         if (!now?.isDirectory()) return undefined;
         return async () => {
+          // A file replaced by a directory on the host, whose unlink came late.
+          if (!(await this.#clearOtherKind(svcPath, true))) return;
           if (this.#fs.stat(svcPath)?.kind !== 'dir') await this.#fs.mkdir(svcPath, { parents: true, fromBackend: true });
         };
       case 'unlinkDir':
-        if (now) return undefined;
+        // Gone, or a file or link now (`rm -r d && echo > d`): svc's directory goes either way.
+        if (now?.isDirectory()) return undefined;
         return async () => {
           this.#forget(rel);
           if (this.#fs.stat(svcPath)?.kind === 'dir' && !this.#own.holdsOther(svcPath)) {
@@ -465,6 +511,11 @@ export class LocalBackend {
         return undefined;
     }
   }
+}
+
+/** Also a path below what is a file on the host now (svc's stale tree under a directory the host replaced). */
+function ignoreMissingOrNotDir(err: NodeJS.ErrnoException): void {
+  if (err.code !== 'ENOTDIR') ignoreMissing(err);
 }
 
 function ignoreMissing(err: NodeJS.ErrnoException): void {
