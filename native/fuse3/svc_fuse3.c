@@ -681,12 +681,6 @@ static bool changes_something(const req_t *r, int op) {
 }
 
 /*
- * Ask JS for operation `op`; its answer (reply()) leads to `then`. JS gets
- * dispatch(req, op, path, path2, n0, n1, buffer, length, n2, n3); for the operations that make an
- * entry (which have no n2 or n3), n2 and n3 are the caller's uid and gid. The request may be
- * answered, and freed, before this returns: callers touch it no more.
- */
-/*
  * A path in the mount's read-only history tree (/.versions, transports/fuse/versions.ts). A name
  * missing there is not kept as a negative entry: every write, by any face and by this mount too,
  * adds a version (and a file's history) there, and nothing tells the kernel, so a lookup made
@@ -697,6 +691,12 @@ static bool in_versions(const char *path) {
   return path && strncmp(path, "/.versions", 10) == 0 && (path[10] == '\0' || path[10] == '/');
 }
 
+/*
+ * Ask JS for operation `op`; its answer (reply()) leads to `then`. JS gets
+ * dispatch(req, op, path, path2, n0, n1, buffer, length, n2, n3); for the operations that make an
+ * entry (which have no n2 or n3), n2 and n3 are the caller's uid and gid. The request may be
+ * answered, and freed, before this returns: callers touch it no more.
+ */
 static void ask(req_t *r, int op, int then) {
   mount_t *m = r->m;
   napi_env env = m->env;

@@ -1,8 +1,9 @@
 /**
- * @module test/fuse/audit-f
- * Audit of what svc adds around files, seen through the daemon's own mount: the read-only
- * /.versions tree next to the files it shows the history of, and storage mounts (`local` host
- * directories) changed through the mount and on the host.
+ * @module test/fuse/storage-mounts
+ * Storage mounts (`local` host directories) changed through the daemon's FUSE mount and on the host:
+ * file modes both ways, a host directory removed and made again, a host file replaced by a
+ * directory and back, and a mount activated again after such a change (found by an audit of what
+ * svc adds around files, seen through the mount).
  */
 import t from 'tap';
 import { mkdirSync, rmSync, statSync, writeFileSync, chmodSync, readFileSync } from 'node:fs';
@@ -14,79 +15,12 @@ if (skip) console.log(`# ${skip}`);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A shell command writing `$1\n` to `$2` in one open, write and close (a shell's `>` may make two versions: docs/fuse.md). */
-const write = `python3 -c 'import sys; open(sys.argv[2], "w").write(sys.argv[1] + "\\n")'`;
-
 let n = 0;
 const unique = (tag: string) => `/${tag}-${process.pid}-${n++}`;
 
-t.test('/.versions next to the files it shows', { skip }, async (t) => {
-  const d: DaemonMount = await startMountedDaemon(t);
-
-  t.test('a version written through the mount can be opened at once, even after a lookup found it missing', async (t) => {
-    // A program checks for the next version, writes the file, then opens the version: `ls` of the
-    // history lists it, so an open must find it too (as on any file system, where a name a
-    // directory lists can be opened). The kernel kept the failed lookup as a negative entry for
-    // 0.5 s and nothing dropped it: stat answered ENOENT while readdir listed the name.
-    const dir = unique('vneg');
-    // One version, whatever the timing (a shell's `echo >` can make two: docs/fuse.md, provisional closes).
-    await d.rpc('write', { path: `${dir}/f.txt`, content: { __type__: 'bytes', data: Buffer.from('one\n').toString('base64') } });
-    const r1 = await sh(`stat '${d.mnt}/.versions${dir}/f.txt/2'`);
-    t.not(r1.code, 0, 'version 2 does not exist yet');
-    const r2 = await sh(`${write} two '${d.mnt}${dir}/f.txt' && cat '${d.mnt}/.versions${dir}/f.txt/2' && ls '${d.mnt}/.versions${dir}/f.txt'`);
-    t.equal(r2.code, 0, `opened right after the write: ${r2.stderr}`);
-    t.equal(r2.stdout, 'two\n1\n2\n');
-  });
-
-  t.test("a file's history can be opened at once after the file is made, even after a lookup found it missing", async (t) => {
-    const dir = unique('vneg-new');
-    await sh(`mkdir -p '${d.mnt}${dir}'`);
-    const r1 = await sh(`ls '${d.mnt}/.versions${dir}/new.txt'`);
-    t.not(r1.code, 0, 'no history yet');
-    const r2 = await sh(`${write} hello '${d.mnt}${dir}/new.txt' && cat '${d.mnt}/.versions${dir}/new.txt/1'`);
-    t.equal(r2.code, 0, `opened right after the write: ${r2.stderr}`);
-    t.equal(r2.stdout, 'hello\n');
-  });
-
-  t.test('a version written over RPC can be opened at once, even after a lookup found it missing', async (t) => {
-    const dir = unique('vneg-rpc');
-    await d.rpc('write', { path: `${dir}/f.txt`, content: { __type__: 'bytes', data: Buffer.from('one\n').toString('base64') } });
-    t.not((await sh(`stat '${d.mnt}/.versions${dir}/f.txt/2'`)).code, 0, 'version 2 does not exist yet');
-    await d.rpc('write', { path: `${dir}/f.txt`, content: { __type__: 'bytes', data: Buffer.from('two\n').toString('base64') } });
-    const r = await sh(`cat '${d.mnt}/.versions${dir}/f.txt/2'`);
-    t.equal(r.code, 0, `opened right after the RPC write: ${r.stderr}`);
-    t.equal(r.stdout, 'two\n');
-  });
-
-  t.test('reading every version of a file with a long history costs about what reading as many files does', async (t) => {
-    // Each lookup and open of /.versions/f/N listed all of f's versions to find N: `cp -r` of a
-    // 2,000-version history took 10.2 s against 1.2 s for 2,000 files, and grew with the square.
-    const dir = unique('vmany');
-    const count = 2000;
-    await sh(`mkdir -p '${d.mnt}${dir}/plain' && python3 -c '
-import sys
-d = sys.argv[1]
-for i in range(${count}):
-    with open(d + "/f.txt", "w") as f: f.write("v%d\\n" % i)
-    with open(d + "/plain/%d" % i, "w") as f: f.write("v%d\\n" % i)
-' '${d.mnt}${dir}'`, { timeoutMs: 120_000 });
-    const listed = (await sh(`ls '${d.mnt}/.versions${dir}/f.txt' | wc -l`)).stdout.trim();
-    t.ok(Number(listed) >= count, `${listed} versions`);
-    const timed = async (cmd: string) => {
-      const start = process.hrtime.bigint();
-      const r = await sh(cmd, { timeoutMs: 120_000 });
-      t.equal(r.code, 0, r.stderr);
-      return Number(process.hrtime.bigint() - start) / 1e6;
-    };
-    const plain = await timed(`cat '${d.mnt}${dir}/plain/'* > /dev/null`);
-    const versions = await timed(`cat '${d.mnt}/.versions${dir}/f.txt/'* > /dev/null`);
-    t.ok(versions < plain * 3 + 300, `${listed} versions read in ${versions.toFixed(0)} ms, ${count} files in ${plain.toFixed(0)} ms`);
-  });
-});
-
 t.test('storage mounts through the FUSE mount', { skip }, async (t) => {
   const d: DaemonMount = await startMountedDaemon(t);
-  const base = tempDir('svc-audit-f-host-');
+  const base = tempDir('svc-storage-mounts-host-');
   t.teardown(() => rmSync(base, { recursive: true, force: true }));
 
   t.test('editing a host executable through the mount keeps it executable on the host', async (t) => {
