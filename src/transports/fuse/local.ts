@@ -10,7 +10,8 @@
  * the journal, and the changes queued within a short window (see {@link GATHER_MS}) go into ONE transaction (which also
  * records the journal position it applied). Until its batch is committed, a queued file is served
  * from memory here (stat, list, content: the overlay), with the version it will get (a queued
- * removal: absent); every other change (rename, attributes, a large commit) first waits for the queue to
+ * removal: absent), and a directory in which a queued change makes, removes or renames a name
+ * shows that change's time as its mtime and ctime; every other change (rename, attributes, a large commit) first waits for the queue to
  * drain (the barrier), so changes reach the store in the order the mount made them (an attribute
  * change to something queued is folded into its record instead: {@link LocalBackend.setAttributes}), and sync()
  * waits for the queue and then the flush. Every change made through another face waits for the

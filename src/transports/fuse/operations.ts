@@ -94,13 +94,13 @@ const UINT32_MAX = 0xffffffff;
  */
 const OUT_OF_SPACE = new Set(['ENOSPC', 'EDQUOT']);
 
-/** An open file hidden for a rename over it (see FuseFileSystem #rename). */
 /** The binding's node table (svc's libfuse 3 binding: NativeMount's `renamed` and `removed`). */
 export interface NodeTable {
   renamed(from: string, to: string): string;
   removed(path: string): string;
 }
 
+/** An open file hidden for a rename over it (see FuseFileSystem #rename). */
 interface HiddenForRename {
   file: OpenFile;
   hiddenPath: string;
