@@ -16,7 +16,7 @@ import { dirname, join, relative, sep } from 'node:path';
 import chokidar, { type FSWatcher } from 'chokidar';
 import type { Logger } from '../core/log.js';
 import type { ChangeEvent } from '../core/events.js';
-import { PermissionDeniedError, SvcError } from '../core/errors.js';
+import { NotFoundError, PermissionDeniedError, SvcError } from '../core/errors.js';
 import { isWithin, relativeTo } from '../core/paths.js';
 import type { FsService } from '../fs/service.js';
 
@@ -173,6 +173,10 @@ export class LocalBackend {
     if (host !== this.#root) host = dirname(host);
     // The nearest existing ancestor decides where a new file would really land.
     for (;;) {
+      // Past the host directory itself: it is gone (removed on the host), which is no way out.
+      if (host !== this.#root && !host.startsWith(this.#root + sep)) {
+        throw new NotFoundError(`The host directory of ${this.mountPoint} is missing: ${this.#root}`, { path: svcPath });
+      }
       try {
         const real = realpathSync(host);
         if (real !== this.#root && !real.startsWith(this.#root + sep)) {

@@ -313,3 +313,16 @@ t.test('a host directory that fills up keeps no half-written temp file', { skip:
   await t.rejects(fs.write('/small/b.bin', Buffer.alloc(3 * 1024 * 1024, 2)), { code: 'ENOSPC' });
   t.same(readdirSync(host), ['a.bin'], 'only the file that fitted');
 });
+
+t.test('a local mount whose host directory is gone refuses changes as missing (-32000, ENOENT), not as an escape', async (t) => {
+  const { fs, mounts } = open(t);
+  const host = tmp(t, 'svc-mnt-gone-');
+  await writeFile(join(host, 'f.txt'), 'x');
+  await mounts.add({ mount_point: '/gone', backend_type: 'local', backend_config: { data_dir: host } });
+  rmSync(host, { recursive: true, force: true });
+  await t.rejects(fs.write('/gone/new.txt', enc('y')), { code: -32000, message: /host directory .* is missing/ });
+  await t.rejects(fs.write('/gone/sub/deeper.txt', enc('y')), { code: -32000 });
+  mkdirSync(host); // made again
+  symlinkSync(tmpdir(), join(host, 'out'));
+  await t.rejects(fs.write('/gone/out/escape.txt', enc('y')), { code: -32004 }, 'a link out of the directory made again is still an escape');
+});
