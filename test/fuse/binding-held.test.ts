@@ -64,7 +64,7 @@ const ops = {
   flush: (_p, _fd, cb) => ok(cb), fsync: (_p, _d, _fd, cb) => ok(cb), fsyncdir: (_p, _d, _fd, cb) => ok(cb),
   release: (_p, fd, cb) => { handles.delete(fd); cb(0); },
   unlink: (p, cb) => { if (p.includes('.fuse_hidden')) say('unlinked ' + p); cb(files.delete(p) ? 0 : -E.ENOENT); },
-  rename: (src, dest, cb) => {
+  rename: (src, dest, cb, hiding) => {
     // A hide (the binding renaming an open target aside) is remembered, to be undone as svc's
     // operations undo it when the rename it was for fails (even if the hidden name was unlinked).
     // A file hidden again keeps the name it was first hidden from.
@@ -73,9 +73,17 @@ const ops = {
       hides.delete(src);
       hides.set(dest, { from: earlier ? earlier.from : src, entry: files.get(src) });
     }
+    // A hide for a rename leaves the file at its name too, as svc's operations leave the stored
+    // file there until the rename replaces it: a lookup of the name while the rename is under way
+    // (the kernel's cached entry expired) finds it, as in svc.
+    const keep = hiding === 'rename';
     const run = () => {
       say('renamed ' + src + ' ' + dest);
-      for (const [p, f] of [...files]) if (p === src || p.startsWith(src + '/')) { files.delete(p); files.set(dest + p.slice(src.length), f); }
+      for (const [p, f] of [...files]) {
+        if (p !== src && !p.startsWith(src + '/')) continue;
+        if (!keep) files.delete(p);
+        files.set(dest + p.slice(src.length), f);
+      }
       cb(0);
     };
     const fail = () => {
