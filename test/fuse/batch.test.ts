@@ -17,7 +17,7 @@ import { StoreWriteError } from '../../src/store/types.js';
 import { smallDisk, smallDiskSkipReason } from '../helpers/small-disk.js';
 import { BATCH_MAX_BYTES } from '../../src/transports/fuse/local.js';
 import { FuseJournal, JOURNAL_FILE, JOURNAL_MARK, ROTATE_BYTES, parseJournal } from '../../src/transports/fuse/journal.js';
-import { errno, type FuseOperations } from '../../src/native/fuse.js';
+import { errno } from '../../src/native/fuse.js';
 import { call, readFile, writeFile, rewrite, settlesSoon } from '../helpers/fuse-ops.js';
 import { journaledMount as setup, openJournaled as open, reopenJournaled as reopen } from '../helpers/journaled-mount.js';
 import { Dispatcher } from '../../src/transports/rpc/dispatch.js';
