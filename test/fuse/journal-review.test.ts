@@ -289,6 +289,47 @@ t.test('a file created and flushed before its first write is stored provisionall
   t.same(history(s.fs, '/g'), [[1, '']], 'touch: one empty version');
 });
 
+t.test('a provisional close waits while its file is open: a write that comes late (a loaded machine) still makes one version', async (t) => {
+  // A shell's `echo x > f` flushes the descriptor it duplicated, then writes through the other one.
+  // The batch took a provisional close older than 2 ms: on a loaded machine, an empty version first.
+  const s = await setup(t, { gatherMs: 1 });
+  const [, fd] = await call<number>(s.ops.create, '/late', 0o100644);
+  await call(s.ops.flush, '/late', fd);
+  await new Promise((resolve) => setTimeout(resolve, 60)); // several batch windows
+  t.equal(s.fs.stat('/late'), undefined, 'not stored while the file is open and nobody waits');
+  await call(s.ops.write, '/late', fd, Buffer.from('x'), 1, 0);
+  await call(s.ops.flush, '/late', fd);
+  await call(s.ops.release, '/late', fd);
+  await s.backend.drain();
+  t.same(history(s.fs, '/late'), [[1, 'x']], 'one version');
+});
+
+t.test('a provisional close is taken once its file is released, and at once when somebody waits for the batch', async (t) => {
+  const s = await setup(t, { gatherMs: 1 });
+  // `touch new`: flushed, then released; no write comes. Nothing waits: the batch takes it itself.
+  const [, fd] = await call<number>(s.ops.create, '/touched', 0o100644);
+  await call(s.ops.flush, '/touched', fd);
+  await call(s.ops.release, '/touched', fd);
+  t.ok(await eventually(async () => s.fs.stat('/touched') !== undefined, 500, 2), 'stored well before the open file\'s bound (1 s)');
+  t.same(history(s.fs, '/touched'), [[1, '']]);
+  // Still open, but another face's call waits for the batch (drain): stored now, not after the bound.
+  const [, fd2] = await call<number>(s.ops.create, '/held', 0o100644);
+  await call(s.ops.flush, '/held', fd2);
+  const started = Date.now();
+  await s.backend.drain();
+  t.ok(Date.now() - started < 500, `the wait ends at once (${Date.now() - started} ms)`);
+  t.same(history(s.fs, '/held'), [[1, '']], 'what the mount showed then: an empty file');
+  await call(s.ops.write, '/held', fd2, Buffer.from('y'), 1, 0);
+  await call(s.ops.release, '/held', fd2);
+  await s.backend.drain();
+  t.same(history(s.fs, '/held'), [[2, 'y'], [1, '']], 'the write is the next version');
+  // Open and never written, nobody waiting: taken after the bound all the same.
+  const [, fd3] = await call<number>(s.ops.create, '/kept-open', 0o100644);
+  await call(s.ops.flush, '/kept-open', fd3);
+  t.ok(await eventually(async () => s.fs.stat('/kept-open') !== undefined, 5000, 20), 'stored after the bound while still open');
+  await call(s.ops.release, '/kept-open', fd3);
+});
+
 t.test('after a crash once the close replaced a provisional one: the replay stores one version, with the attributes set between', async (t) => {
   // The replaced record stayed in the journal and was replayed too: an extra empty version first.
   const a = await crashable(t);

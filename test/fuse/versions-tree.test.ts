@@ -28,7 +28,7 @@ t.test('/.versions next to the files it shows', { skip }, async (t) => {
     // directory lists can be opened). The kernel kept the failed lookup as a negative entry for
     // 0.5 s and nothing dropped it: stat answered ENOENT while readdir listed the name.
     const dir = unique('vneg');
-    // One version, whatever the timing (a shell's `echo >` can make two: docs/fuse.md, provisional closes).
+    // One version, whatever the timing (a shell's `echo >` makes two when a call through another face comes between its flush and its write: docs/fuse.md, provisional closes).
     await d.rpc('write', { path: `${dir}/f.txt`, content: { __type__: 'bytes', data: Buffer.from('one\n').toString('base64') } });
     const r1 = await sh(`stat '${d.mnt}/.versions${dir}/f.txt/2'`);
     t.not(r1.code, 0, 'version 2 does not exist yet');

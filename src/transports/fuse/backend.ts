@@ -119,7 +119,7 @@ export interface CommitOptions {
    * (the flush: the release that would commit it comes after close(2) has returned). While it is
    * still queued, the next commit of the same path replaces it instead of following it, so a
    * shell's `echo x > f` (a flush before the write) still makes one version. See
-   * {@link FuseBackend.holdsProvisional}.
+   * {@link FuseBackend.holdsProvisional} and {@link FuseBackend.closed}.
    */
   provisional?: boolean | undefined;
 }
@@ -146,6 +146,11 @@ export interface FuseBackend {
    * (and so replaced by the next commit of the path): absent or false, the mount makes none.
    */
   holdsProvisional?(path: string, size: number): boolean;
+  /**
+   * The mount's last handle of the file at `path` is released: a provisional commit of it still
+   * queued waits no longer for the close that would replace it.
+   */
+  closed?(path: string): void;
   /**
    * Answers in process, most requests without waiting for I/O: the mount then watches for the next
    * request a moment before its thread sleeps (FUSE_SPIN_MICROS). A remote backend's answers come

@@ -64,8 +64,18 @@ export const GATHER_MS = 10;
 /** A batch the store could not commit is tried again after this, then twice as long each time up to {@link RETRY_MAX_MS}. */
 export const RETRY_MS = 1000;
 const RETRY_MAX_MS = 30_000;
-/** How long a provisional close waits for the close that replaces it before a batch takes it (ms). */
+/**
+ * How long a provisional close waits for the close that replaces it before a batch takes it (ms),
+ * once its file is closed, or at once when somebody waits for the batch.
+ */
 const PROVISIONAL_MS = 2;
+/**
+ * How long at most a provisional close waits while its file is still open through the mount, and
+ * nobody waits for the batch (ms). A shell's `echo x > f` writes through the descriptor it keeps
+ * after its flush; on a loaded machine the write came more than {@link PROVISIONAL_MS} later, and
+ * the batch stored an empty version before it (2 times in 250).
+ */
+const PROVISIONAL_OPEN_MS = 1000;
 /** A batch stops gathering at this many changes or bytes of content. */
 const GATHER_MAX_CHANGES = 4096;
 const GATHER_MAX_BYTES = 16 * 1024 * 1024;
@@ -85,6 +95,8 @@ interface Queued {
   batched?: boolean | undefined;
   /** A {@link CommitOptions.provisional} close, queued at this time (ms): the next close of its path replaces it while it waits. */
   provisional?: number | undefined;
+  /** A provisional close whose file is still open through the mount (until {@link LocalBackend.closed}). */
+  open?: boolean | undefined;
   /** A provisional close: its journal record's and its folded changes' sequence numbers (the replacing record names them). */
   journaled?: number[] | undefined;
   /** What else than a close it is, as its journal record says (no content; a removal has no info). */
@@ -289,6 +301,11 @@ export class LocalBackend implements FuseBackend {
   /** A commit of `size` bytes at `path` is queued (journaled, group-committed), so a provisional one can be replaced. */
   holdsProvisional(path: string, size: number): boolean {
     return this.#journal !== undefined && size <= BATCH_MAX_BYTES && !this.#direct(path);
+  }
+
+  closed(path: string): void {
+    const q = this.#queued.get(path);
+    if (q) q.open = undefined;
   }
 
   /** Run the guards for a change the mount answers, against what the mount shows (its queued changes over the store). */
@@ -616,6 +633,7 @@ export class LocalBackend implements FuseBackend {
     const provisional = opts.provisional ? Date.now() : undefined;
     this.#push(journal, {
       seq, path, data, info, attributes, symlink: opts.symlink ?? false, modified, provisional, journaled: provisional === undefined ? undefined : [seq],
+      open: provisional !== undefined || undefined,
     });
     if (!prev) this.#touchParents(seq, path);
     return { version, etag, size: data.length };
@@ -672,11 +690,13 @@ export class LocalBackend implements FuseBackend {
     while (this.#queue.length > 0 && !this.#closing) {
       // Let the closes that follow join the batch.
       await this.#gather();
-      // A provisional close younger than PROVISIONAL_MS waits, with what follows it, for the next
-      // batch: the close that replaces it (a shell's write after its flush) comes within microseconds,
-      // and taking it now would store an empty version first. It is journaled meanwhile.
+      // A provisional close waits, with what follows it, for the next batch while the close that
+      // replaces it may still come (a shell's write after its flush): younger than PROVISIONAL_MS,
+      // or, its file still open and nobody waiting for the batch, PROVISIONAL_OPEN_MS. Taking it
+      // now would store an empty version first. It is journaled meanwhile.
       const now = Date.now();
-      let cut = this.#queue.findIndex((q) => q.provisional !== undefined && now - q.provisional < PROVISIONAL_MS);
+      const open = this.#batchWaiters.length === 0 && !this.#batchFull() ? PROVISIONAL_OPEN_MS : PROVISIONAL_MS;
+      let cut = this.#queue.findIndex((q) => q.provisional !== undefined && now - q.provisional < (q.open ? open : PROVISIONAL_MS));
       if (cut > 0) {
         // The batch's mark is its newest record, so it must leave no older one behind: a close
         // queued before the provisional one but folded into after it (its record is newer) waits

@@ -837,6 +837,7 @@ export class FuseFileSystem {
     try {
       if (handle.wrote || handle.dirtied || file.handles.size === 0) await this.#commit(file);
     } finally {
+      if (file.handles.size === 0) this.#backend.closed?.(file.path);
       // Checked after the commit: an open() may have joined the file while it was committing.
       if (file.handles.size === 0 && this.#files.get(file.path) === file && !file.orphan) this.#files.delete(file.path);
       // Unused from now on (a hidden file stays listed until libfuse unlinks its name).
