@@ -393,31 +393,50 @@ export class LocalBackend {
     return current?.kind === 'file' && current.etag === etag && !current.symlink === !isLink;
   }
 
+  /**
+   * Import what the host directory `dir` holds, everything below it included; the svc paths seen
+   * are added to `seen`.
+   */
+  async #importTree(dir: string, seen: Set<string>): Promise<void> {
+    for (const ent of await readdir(dir, { withFileTypes: true })) {
+      if (ent.name.startsWith(TEMP_PREFIX)) continue;
+      const host = join(dir, ent.name);
+      const svcPath = this.#svcPath(host);
+      // A path another mount takes precedence for is that mount's, with everything below it.
+      if (!svcPath || !this.#own.owns(svcPath)) continue;
+      try {
+        if (ent.isDirectory()) {
+          seen.add(svcPath);
+          if (!(await this.#clearOtherKind(svcPath, true))) continue;
+          await this.#fs.mkdir(svcPath, { parents: true, fromBackend: true });
+          await this.#importTree(host, seen);
+        } else if (ent.isFile() || ent.isSymbolicLink()) {
+          seen.add(svcPath);
+          await this.#import(svcPath, host, ent.isSymbolicLink());
+        }
+      } catch (err) {
+        this.#log.warn({ err, mount: this.mountPoint, path: host }, 'could not import');
+      }
+    }
+  }
+
+  /**
+   * A host file replaced by a directory, which the watcher reports as a change of the file and
+   * nothing more (chokidar 4): it goes on watching the path as a file, so neither what the
+   * directory already holds nor what is made in it later would reach svc. svc's file goes, the
+   * path is watched again (as the directory it is now), and the directory's tree is imported.
+   */
+  async #fileBecameDir(svcPath: string, host: string): Promise<void> {
+    if (!(await this.#clearOtherKind(svcPath, true))) return;
+    await this.#fs.mkdir(svcPath, { parents: true, fromBackend: true });
+    this.#watcher?.unwatch(host);
+    this.#watcher?.add(host);
+    await this.#importTree(host, new Set());
+  }
+
   async #initialSync(): Promise<void> {
     const seen = new Set<string>();
-    const walk = async (dir: string): Promise<void> => {
-      for (const ent of await readdir(dir, { withFileTypes: true })) {
-        if (ent.name.startsWith(TEMP_PREFIX)) continue;
-        const host = join(dir, ent.name);
-        const svcPath = this.#svcPath(host);
-        // A path another mount takes precedence for is that mount's, with everything below it.
-        if (!svcPath || !this.#own.owns(svcPath)) continue;
-        try {
-          if (ent.isDirectory()) {
-            seen.add(svcPath);
-            if (!(await this.#clearOtherKind(svcPath, true))) continue;
-            await this.#fs.mkdir(svcPath, { parents: true, fromBackend: true });
-            await walk(host);
-          } else if (ent.isFile() || ent.isSymbolicLink()) {
-            seen.add(svcPath);
-            await this.#import(svcPath, host, ent.isSymbolicLink());
-          }
-        } catch (err) {
-          this.#log.warn({ err, mount: this.mountPoint, path: host }, 'could not import');
-        }
-      }
-    };
-    await walk(this.#root);
+    await this.#importTree(this.#root, seen);
     // Whatever svc holds under the mount point that the directory does not is gone.
     const pathOf = (e: { path: string; is_directory: boolean }) => (e.is_directory ? e.path.slice(0, -1) : e.path);
     const stale = this.#fs.list(this.mountPoint, { recursive: true })
@@ -463,6 +482,7 @@ export class LocalBackend {
     switch (event) {
       case 'add':
       case 'change': {
+        if (now?.isDirectory()) return () => this.#fileBecameDir(svcPath, host);
         const isLink = now?.isSymbolicLink() === true;
         if (!now || (!isLink && !now.isFile())) return undefined;
         let link: { content: Buffer; etag: string } | undefined;

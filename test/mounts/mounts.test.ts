@@ -326,3 +326,36 @@ t.test('a local mount whose host directory is gone refuses changes as missing (-
   symlinkSync(tmpdir(), join(host, 'out'));
   await t.rejects(fs.write('/gone/out/escape.txt', enc('y')), { code: -32004 }, 'a link out of the directory made again is still an escape');
 });
+
+t.test('a host file replaced by a directory tree is imported, and what is made in it afterwards too', async (t) => {
+  // chokidar reports a file replaced by a directory as a change of the file, nothing more, and
+  // went on watching it as a file: svc kept the old file, and nothing made in the directory came
+  // in (30 times out of 30 before the fix).
+  const { fs, mounts } = open(t);
+  const host = tmp(t, 'svc-mnt-kind-');
+  await writeFile(join(host, 'g'), 'a file\n');
+  await writeFile(join(host, 'f'), 'a file too\n');
+  await mounts.add({ mount_point: '/k', backend_type: 'local', backend_config: { data_dir: host } });
+  const text = (p: string) => (fs.stat(p)?.kind === 'file' ? fs.read(p).content.toString() : undefined);
+  rmSync(join(host, 'g'));
+  mkdirSync(join(host, 'g', 'deeper'), { recursive: true });
+  await writeFile(join(host, 'g', 'deeper', 'in'), 'deep\n');
+  rmSync(join(host, 'f'));
+  mkdirSync(join(host, 'f'));
+  await writeFile(join(host, 'f', 'in'), 'in\n');
+  t.ok(await eventually(() => text('/k/g/deeper/in') === 'deep\n' && text('/k/f/in') === 'in\n', 5000),
+    `the directories' trees are imported: ${JSON.stringify(fs.list('/k', { recursive: true }).map((e) => e.path))}`);
+  t.equal(fs.stat('/k/g')?.kind, 'dir');
+  // Watched as the directories they are now.
+  await writeFile(join(host, 'g', 'deeper', 'in2'), 'more\n');
+  mkdirSync(join(host, 'g', 'x'));
+  await writeFile(join(host, 'g', 'x', 'y'), 'y\n');
+  t.ok(await eventually(() => text('/k/g/deeper/in2') === 'more\n' && text('/k/g/x/y') === 'y\n', 5000), 'later files in them are imported');
+  // And back to a file.
+  rmSync(join(host, 'g'), { recursive: true });
+  await writeFile(join(host, 'g'), 'a file again\n');
+  t.ok(await eventually(() => text('/k/g') === 'a file again\n', 5000), 'a directory replaced by a file');
+  // svc's changes still reach the host below the directory that was a file.
+  await fs.write('/k/f/from-svc', enc('svc\n'));
+  t.equal(readFileSync(join(host, 'f', 'from-svc'), 'utf8'), 'svc\n');
+});
