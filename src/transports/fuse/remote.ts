@@ -65,12 +65,23 @@ function nodeOf(e: Wire<PosixEntry>): NodeInfo {
   };
 }
 
+/** Histories the remote mount keeps listed (the files last browsed under `/.versions`). */
+const HISTORIES_KEPT = 64;
+
+type HistoryEntry = Wire<ResultOf<Api['list_versions']>>[number];
+
+function versionInfo(v: HistoryEntry): VersionInfo {
+  return { version: v.version, size: v.size, modified: Date.parse(v.modified_at) };
+}
+
 export class RemoteBackend implements FuseBackend {
   readonly description: string;
   readonly spoolDir = tmpdir();
   readonly #client: SvcClient;
   readonly #opts: RemoteBackendOptions;
   readonly #cache = new Map<string, { info: NodeInfo | undefined; at: number }>();
+  /** Histories listed lately, by path, oldest first ({@link #history}). */
+  readonly #histories = new Map<string, { key: string; list: HistoryEntry[] }>();
   readonly #listeners = new Set<(e: ChangeEvent) => void>();
   readonly #lostListeners = new Set<() => void>();
   /** A change watch was answered before: a later one follows a disconnection, which may have missed changes. */
@@ -211,14 +222,41 @@ export class RemoteBackend implements FuseBackend {
   }
 
   async versions(path: string): Promise<VersionInfo[]> {
-    const list = await this.#call('list_versions', { path });
-    return list.map((v) => ({ version: v.version, size: v.size, modified: Date.parse(v.modified_at) })).reverse();
+    return (await this.#history(path)).map(versionInfo).reverse();
+  }
+
+  async version(path: string, version: number): Promise<VersionInfo | undefined> {
+    const v = (await this.#history(path)).find((x) => x.version === version);
+    return v && versionInfo(v);
   }
 
   async versionContent(path: string, version: number): Promise<StoredContent> {
-    const v = (await this.#call('list_versions', { path })).find((x) => x.version === version);
+    const v = (await this.#history(path)).find((x) => x.version === version);
     if (!v) throw new SvcError(-32000, `Version ${version} not found for ${path}`, { path, version });
     return this.#stored(path, version, v.size, v.etag);
+  }
+
+  /**
+   * A file's versions (the daemon's `list_versions`, newest first), kept while the file's current
+   * version and etag are those they were listed with: a history only grows, so the list is still
+   * whole until the file changes (a delete and a file made again have another current version or
+   * etag; the attributes they are compared with follow change events). Without it, each lookup
+   * and each open below `/.versions/<file>/` listed the whole history again: reading every version
+   * of a file with N of them took N² entries over the wire.
+   */
+  async #history(path: string): Promise<HistoryEntry[]> {
+    const info = await this.stat(path);
+    const key = info?.kind === 'file' ? `${info.version}:${info.etag}` : undefined;
+    const kept = this.#histories.get(path);
+    if (key !== undefined && kept?.key === key) return kept.list;
+    const list = await this.#call('list_versions', { path });
+    // Kept only if it is the history of the file as stat showed it (its newest version that one).
+    if (key !== undefined && list[0] && `${list[0].version}:${list[0].etag}` === key) {
+      this.#histories.delete(path);
+      this.#histories.set(path, { key, list });
+      if (this.#histories.size > HISTORIES_KEPT) this.#histories.delete(this.#histories.keys().next().value!);
+    }
+    return list;
   }
 
   async space(): Promise<SpaceInfo> {
