@@ -2487,20 +2487,31 @@ static napi_value js_nodes(napi_env env, napi_callback_info info) {
 }
 
 /*
+ * The arguments of a (handle, path) call: its mount, and the node the table holds at the path
+ * (NULL for none). False, with a JS TypeError naming `usage` thrown, when they are not those.
+ */
+static bool node_args(napi_env env, napi_callback_info info, const char *usage, mount_t **m, node_t **n) {
+  napi_value argv[2];
+  *m = mount_arg(env, info, 2, argv);
+  if (!*m) return false;
+  char *path = dup_string(env, argv[1]);
+  if (!path) {
+    napi_throw_type_error(env, NULL, usage);
+    return false;
+  }
+  *n = node_at(*m, path);
+  free(path);
+  return true;
+}
+
+/*
  * nodeOf(handle, path) → the node id the kernel knows `path` by, from the node table, or 0 when it
  * holds nothing there (so a notification for it would have nothing to drop).
  */
 static napi_value js_node_of(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  mount_t *m = mount_arg(env, info, 2, argv);
-  if (!m) return NULL;
-  char *path = dup_string(env, argv[1]);
-  if (!path) {
-    napi_throw_type_error(env, NULL, "nodeOf(handle, path)");
-    return NULL;
-  }
-  node_t *n = node_at(m, path);
-  free(path);
+  mount_t *m;
+  node_t *n;
+  if (!node_args(env, info, "nodeOf(handle, path)", &m, &n)) return NULL;
   /* Asked for each path another face changed: listings taken before it are stale. */
   m->edits++;
   return num(env, n ? (double)n->ino : 0);
@@ -2584,16 +2595,9 @@ static napi_value js_renamed(napi_env env, napi_callback_info info) {
  * hidden path it returns, and its last close unlinks that name. "" when nothing is open there.
  */
 static napi_value js_removed(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  mount_t *m = mount_arg(env, info, 2, argv);
-  if (!m) return NULL;
-  char *path = dup_string(env, argv[1]);
-  if (!path) {
-    napi_throw_type_error(env, NULL, "removed(handle, path)");
-    return NULL;
-  }
-  node_t *n = node_at(m, path);
-  free(path);
+  mount_t *m;
+  node_t *n;
+  if (!node_args(env, info, "removed(handle, path)", &m, &n)) return NULL;
   return hidden_path(env, n && n != m->root ? hide_open(m, n) : NULL);
 }
 
