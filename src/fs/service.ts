@@ -179,7 +179,9 @@ export type BatchItem =
   /** An empty directory removed, as {@link FsService.rmdir} without `recursive`. */
   | { path: string; rmdir: true }
   /** A file or directory renamed, as {@link FsService.rename} with `overwrite`. */
-  | { path: string; renameTo: string };
+  | { path: string; renameTo: string }
+  /** Attributes of a file or directory changed, as {@link FsService.setAttributes}. */
+  | { path: string; change: AttributeChanges };
 
 /** One chunk of content handed to {@link FsService.writeChunks}. */
 export interface ContentPiece {
@@ -677,7 +679,7 @@ export class FsService {
     await this.#pastBarriers(batch);
     type Prepared = { p: string; etag: string; size: number; chunks: StoredPiece[]; opts: WriteOptions } | { p: string; delete: true }
       | { p: string; mkdir: true; attributes: EntryAttributes | undefined; modified: number | undefined } | { p: string; rmdir: true }
-      | { p: string; to: string } | { error: unknown };
+      | { p: string; to: string } | { p: string; change: AttributeChanges } | { error: unknown };
     const settles: (() => void)[] = [];
     const prepared: Prepared[] = [];
     const keepTimes = new Set<string>();
@@ -700,6 +702,11 @@ export class FsService {
           continue;
         }
         const p = normalizeFilePath(item.path);
+        if ('change' in item) {
+          settles.push(this.#check(opts, 'write', [p], false));
+          prepared.push({ p, change: item.change });
+          continue;
+        }
         if ('renameTo' in item) {
           const to = normalizeFilePath(item.renameTo);
           if (to === p || isWithin(to, p)) throw new ValidationError(`Cannot move ${p} onto or into itself (${to})`, { path: to, errno: 'EINVAL' });
@@ -722,7 +729,7 @@ export class FsService {
       const now = Date.now();
       const outcomes = await this.#transact(batch, () => {
         this.#keepTimes = keepTimes;
-        let out: ({ created: string[]; version: number } | { error: unknown })[];
+        let out: ({ created: string[]; version: number; entry?: EntryRecord } | { error: unknown })[];
         try {
           out = prepared.map((item) => {
             if ('error' in item) return item;
@@ -743,6 +750,7 @@ export class FsService {
                   return { created: [], version: 0 };
                 }
                 if ('to' in item) return { created: this.#renameIn(item.p, item.to, true, now), version: 0 };
+                if ('change' in item) return { created: [], version: 0, entry: this.#changeAttributes(item.p, item.change, now) };
                 return this.#putVersion(item.p, item.etag, item.size, item.chunks, item.opts, now);
               });
             } catch (error) {
@@ -776,11 +784,19 @@ export class FsService {
           events.push(...mkdirEvents(o.created, now), { type: 'rename', path: item.p, new_path: item.to, at: iso(now) });
           return { status: 'fulfilled', value: undefined };
         }
+        // An attribute change publishes no event (as setAttributes).
+        if ('change' in item) return { status: 'fulfilled', value: undefined };
         events.push(...mkdirEvents(o.created, now), { type: 'write', path: item.p, etag: item.etag, version: o.version, at: iso(now) });
         return { status: 'fulfilled', value: { etag: item.etag, version: o.version, size: item.size, modified_at: new Date(now) } };
       });
       try {
         await this.#commit(events, batch);
+        if (!batch.fromBackend) {
+          for (const [i, o] of outcomes.entries()) {
+            const item = prepared[i]!;
+            if ('change' in item && 'entry' in o && o.entry) for (const hook of this.#attributeHooks) await hook(item.p, o.entry);
+          }
+        }
       } catch (err) {
         if (!batch.onHookFailure) throw err;
         batch.onHookFailure(err);
@@ -1086,34 +1102,36 @@ export class FsService {
     await this.#pastBarriers(origin);
     const settle = this.#check(origin, 'write', [p], false);
     try {
-      const entry = await this.#transact(origin, () => {
-        const rec = this.#entries.get(entryKey(p));
-        if (!rec) throw new NotFoundError(`Not found: ${p}`, { path: p });
-        const now = Date.now();
-        const next: EntryRecord = { ...rec };
-        if (changes.mode !== undefined) next.mode = changes.mode & 0o7777;
-        if (changes.uid !== undefined) next.uid = changes.uid;
-        if (changes.gid !== undefined) next.gid = changes.gid;
-        if (changes.modified !== undefined && changes.modified !== rec.modified) {
-          // The current version keeps its commit time (versions list), whatever the file's mtime.
-          if (next.kind === 'file') {
-            const at = next.versionAt ?? next.modified;
-            if (at === changes.modified) delete next.versionAt;
-            else next.versionAt = at;
-          }
-          next.modified = changes.modified;
-        }
-        // Any change of the entry is one of its ctime, which no change can set back.
-        delete next.changed;
-        Object.assign(next, changedField(next.modified, now));
-        this.#entries.put(entryKey(p), next);
-        return next;
-      });
+      const entry = await this.#transact(origin, () => this.#changeAttributes(p, changes, Date.now()));
       if (!origin.fromBackend) for (const hook of this.#attributeHooks) await hook(p, entry);
       return entry;
     } finally {
       settle();
     }
+  }
+
+  /** Inside a transaction: the attribute change of {@link setAttributes} (also a {@link writeMany} item). */
+  #changeAttributes(p: string, changes: AttributeChanges, now: number): EntryRecord {
+    const rec = this.#entries.get(entryKey(p));
+    if (!rec) throw new NotFoundError(`Not found: ${p}`, { path: p });
+    const next: EntryRecord = { ...rec };
+    if (changes.mode !== undefined) next.mode = changes.mode & 0o7777;
+    if (changes.uid !== undefined) next.uid = changes.uid;
+    if (changes.gid !== undefined) next.gid = changes.gid;
+    if (changes.modified !== undefined && changes.modified !== rec.modified) {
+      // The current version keeps its commit time (versions list), whatever the file's mtime.
+      if (next.kind === 'file') {
+        const at = next.versionAt ?? next.modified;
+        if (at === changes.modified) delete next.versionAt;
+        else next.versionAt = at;
+      }
+      next.modified = changes.modified;
+    }
+    // Any change of the entry is one of its ctime, which no change can set back.
+    delete next.changed;
+    Object.assign(next, changedField(next.modified, now));
+    this.#entries.put(entryKey(p), next);
+    return next;
   }
 
   // ---------------------------------------------------------------- listing and search

@@ -196,6 +196,7 @@ t.test('unlink is queued behind a close; a rename of a queued file is queued too
   t.same(seen.filter((e) => e.type === 'rename').map((e) => [e.path, e.new_path]), [['/moved', '/there']], 'a rename event');
   t.same(fs.listVersions('/there').map((v) => v.version), [2, 1], 'and its history');
   t.equal((await call(ops.chmod, '/mode', 0o600))[0], 0);
+  await backend.drain();
   t.equal(fs.stat('/mode')?.mode, 0o600);
   t.equal((await call(ops.mkdir, '/mode', 0o40755))[0], -17, 'mkdir over a file: EEXIST');
 });
@@ -286,9 +287,75 @@ t.test('chmod, chown and utimens of a queued file are folded into its close: no 
   t.same(fs.listVersions('/t').map((v) => v.version), [1], 'no version of their own');
   t.equal(fs.mark(JOURNAL_MARK), 4, 'the mark covers the folded records');
   t.same(seen.filter((e) => e.path === '/t').map((e) => e.type), ['write'], 'one change event');
-  // A change to a file no longer queued is committed as before.
+  // A change to a file no longer queued is queued on its own (below).
   t.equal((await call(ops.chmod, '/t', 0o644))[0], 0);
+  await backend.drain();
   t.equal(fs.stat('/t')?.mode, 0o644);
+});
+
+t.test('chmod, chown and utimens of a stored entry are queued on their own: shown at once, committed with the batch', async (t) => {
+  // Each was a transaction of its own, which waits for the one before it to be flushed (about
+  // 1 ms): `chmod -R` of 1,000 files took 3.2 s through the kernel, 0.03 s on ext4.
+  const { store, fs, ops, backend, journal, seen } = await setup(t);
+  await fs.write('/s', Buffer.from('stored'), { attributes: { mode: 0o644 } });
+  await fs.write('/d/in', Buffer.from('in'));
+  const versions = fs.listVersions('/s').length;
+  const eventsBefore = seen.length;
+  store.hold({ transactions: true });
+  const mtime = Date.UTC(2003, 4, 5);
+  const before = journal.lastSeq;
+  const changed = Promise.all([call(ops.chmod, '/s', 0o600), call(ops.chown, '/s', 1234, 5678), call(ops.utimens, '/s', mtime, mtime),
+    call(ops.chmod, '/d', 0o700)]);
+  t.ok(await settlesSoon(changed), 'answered while the store is held');
+  t.same((await changed).map(([c]) => c), [0, 0, 0, 0]);
+  t.equal(journal.lastSeq - before, 4, 'one journal record each');
+  const [, st] = await call<{ mode: number; uid: number; gid: number; mtime: Date }>(ops.getattr, '/s');
+  t.same([st!.mode & 0o7777, st!.uid, st!.gid, new Date(st!.mtime).getTime()], [0o600, 1234, 5678, mtime], 'getattr shows them at once');
+  t.equal((await backend.list('/')).find(([name]) => name === 'd')?.[1].mode, 0o700, 'and a listing (its attributes)');
+  t.equal(await readFile(ops, '/s'), 'stored', 'the content is the stored one');
+  t.equal(fs.stat('/s')?.mode, 0o644, 'not committed yet');
+  store.release();
+  await backend.drain();
+  const rec = fs.stat('/s');
+  t.same([rec?.mode, rec?.uid, rec?.gid, rec?.modified], [0o600, 1234, 5678, mtime], 'committed');
+  t.equal(fs.stat('/d')?.mode, 0o700);
+  t.equal(fs.listVersions('/s').length, versions, 'no version of their own');
+  t.same(seen.slice(eventsBefore), [], 'no change event, as setAttributes');
+  t.equal((await call(ops.chmod, '/nope', 0o600))[0], -2, 'a missing path: ENOENT');
+
+  // In order with the changes around them.
+  store.hold({ transactions: true });
+  t.equal((await call(ops.chmod, '/s', 0o640))[0], 0);
+  await rewrite(ops, '/s', 'rewritten');
+  t.equal((await call(ops.chmod, '/s', 0o604))[0], 0, 'folded into the queued close');
+  await writeFile(ops, '/d/new', 'made before the time is set');
+  const dirTime = Date.UTC(2004, 5, 6);
+  t.equal((await call(ops.utimens, '/d', dirTime, dirTime))[0], 0, 'a directory\'s time set after a file made in it');
+  const [, dst] = await call<{ mtime: Date }>(ops.getattr, '/d');
+  t.equal(new Date(dst!.mtime).getTime(), dirTime, 'shown');
+  store.release();
+  await backend.drain();
+  t.same([fs.stat('/s')?.mode, fs.read('/s').content.toString()], [0o604, 'rewritten']);
+  t.equal(fs.stat('/d')?.modified, dirTime, 'the time set last is kept');
+  await writeFile(ops, '/d/later', 'made after');
+  await backend.drain();
+  t.not(fs.stat('/d')?.modified, dirTime, 'a name made afterwards moves it again');
+});
+
+t.test('after a crash, attribute changes of stored entries are replayed', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-replay-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const a = await open(dir);
+  await a.fs.write('/kept', Buffer.from('k'));
+  a.store.hold({ transactions: true });
+  const mtime = Date.UTC(2005, 6, 7);
+  t.equal((await call(a.ops.chmod, '/kept', 0o600))[0], 0);
+  t.equal((await call(a.ops.utimens, '/kept', mtime, mtime))[0], 0);
+  void a.backend.drain(); // the batch then waits on the held store for good, as in a crash
+  await a.lmdb.close();
+  const b = await reopen(t, dir);
+  t.same([b.fs.stat('/kept')?.mode, b.fs.stat('/kept')?.modified], [0o600, mtime], 'both applied');
+  t.equal(b.fs.read('/kept').content.toString(), 'k');
 });
 
 t.test('after a crash, attribute changes folded into queued closes are replayed after them', async (t) => {

@@ -3,7 +3,7 @@
  * The in-process mount's journal of small-file closes answered before their commit.
  *
  * A close of a small file (or an unlink of a file, a directory made or removed, a rename of a file
- * still queued, or an attribute change of a file or directory still queued) is answered once its record is appended here (one plain write(), no
+ * still queued, or an attribute change of a file or directory) is answered once its record is appended here (one plain write(), no
  * fsync: the kernel holds it, so it survives a crash of the daemon as a local disk's close() does),
  * and many closes are then committed in ONE LMDB transaction (the local backend's group commit),
  * which also stores the sequence number of the last record it applied ({@link JOURNAL_MARK}). At
@@ -39,7 +39,7 @@ export interface JournalRecord {
   path: string;
   /** An unlink (no content). */
   delete?: boolean | undefined;
-  /** An attribute change of a file whose close is journaled before it (no content). */
+  /** An attribute change of a file or directory, stored or journaled before it (no content). */
   change?: AttributeChanges | undefined;
   /** A directory made (no content), with `attributes` and `modified`. */
   mkdir?: boolean | undefined;
@@ -93,33 +93,15 @@ export class FuseJournal {
     let last = records.reduce((max, r) => Math.max(max, r.seq), applied);
     if (pending.length > 0) {
       last = pending.at(-1)!.seq;
-      // Closes, unlinks, directories made and removed in one transaction per run of them; an attribute change after them, on its own.
-      let run: JournalRecord[] = [];
-      const commitRun = async (mark: number) => {
-        // Answered before the crash, checked then against what the mount showed (see FsService's ChangeOrigin.answered).
-        const results = await deps.fs.writeMany(run.map((r) => batchItem(r)), {
-          answered: true, mark: { name: JOURNAL_MARK, value: mark },
-          onHookFailure: (err) => deps.log.error({ err, changes: run.length }, 'a commit hook failed after replayed FUSE changes were committed'),
-        });
-        results.forEach((r, i) => {
-          if (r.status === 'rejected') deps.log.error({ err: r.reason, path: run[i]!.path }, 'replaying a journaled FUSE close failed');
-        });
-        run = [];
-      };
-      for (const r of pending) {
-        if (!r.change) {
-          run.push(r);
-          continue;
-        }
-        if (run.length > 0) await commitRun(run.at(-1)!.seq);
-        try {
-          await deps.fs.setAttributes(r.path, r.change);
-        } catch (err) {
-          deps.log.error({ err, path: r.path }, 'replaying a journaled FUSE attribute change failed');
-        }
-      }
-      // The mark covers every record replayed (an attribute change last: with no close after it).
-      await commitRun(last);
+      // In one transaction, each record on its own (one refused does not stop the others), in order.
+      // Answered before the crash, checked then against what the mount showed (see FsService's ChangeOrigin.answered).
+      const results = await deps.fs.writeMany(pending.map((r) => batchItem(r)), {
+        answered: true, mark: { name: JOURNAL_MARK, value: last },
+        onHookFailure: (err) => deps.log.error({ err, changes: pending.length }, 'a commit hook failed after replayed FUSE changes were committed'),
+      });
+      results.forEach((r, i) => {
+        if (r.status === 'rejected') deps.log.error({ err: r.reason, path: pending[i]!.path }, 'replaying a journaled FUSE change failed');
+      });
       deps.log.info({ records: pending.length }, 'replayed FUSE closes from the journal');
     }
     const journal = new FuseJournal(file, last);
@@ -208,12 +190,13 @@ export class FuseJournal {
 }
 
 /**
- * The store's batch item for a journaled close, unlink, rename, mkdir or rmdir (an attribute change
- * is applied with FsService.setAttributes instead); `hash`: the content's, when known; `keepTime`:
- * a mkdir's time was set after the changes batched with it (BatchItem's `keepTime`). A replay needs
- * none: it applies each attribute change after the records before it.
+ * The store's batch item for a journaled close, unlink, rename, mkdir, rmdir or attribute change;
+ * `hash`: the content's, when known; `keepTime`: a mkdir's time was set after the changes batched
+ * with it (BatchItem's `keepTime`). A replay needs none: it applies each attribute change after
+ * the records before it.
  */
-export function batchItem(r: Omit<JournalRecord, 'seq' | 'change'>, hash?: string, keepTime?: boolean): BatchItem {
+export function batchItem(r: Omit<JournalRecord, 'seq'>, hash?: string, keepTime?: boolean): BatchItem {
+  if (r.change) return { path: r.path, change: r.change };
   if (r.renameTo !== undefined) return { path: r.path, renameTo: r.renameTo };
   if (r.delete) return { path: r.path, delete: true };
   if (r.mkdir) return { path: r.path, mkdir: true, attributes: r.attributes, modified: r.modified, keepTime: keepTime || undefined };

@@ -11,9 +11,11 @@
  * records the journal position it applied). Until its batch is committed, a queued file is served
  * from memory here (stat, list, content: the overlay), with the version it will get (a queued
  * removal: absent), and a directory in which a queued change makes, removes or renames a name
- * shows that change's time as its mtime and ctime; every other change (rename, attributes, a large commit) first waits for the queue to
- * drain (the barrier), so changes reach the store in the order the mount made them (an attribute
- * change to something queued is folded into its record instead: {@link LocalBackend.setAttributes}), and sync()
+ * shows that change's time as its mtime and ctime. An attribute change is queued too: folded into
+ * the record of what is queued at its path, or on its own for a stored entry, shown from
+ * {@link LocalBackend.#changed} meanwhile ({@link LocalBackend.setAttributes}). Every other change
+ * (rename, a large commit) first waits for the queue to drain (the barrier), so changes reach the
+ * store in the order the mount made them, and sync()
  * waits for the queue and then the flush. Every change made through another face waits for the
  * queue too (an FsService barrier), so it lands after the closes the mount has answered. Paths the
  * `direct` predicate names (inside a storage mount, whose host directory a commit hook writes) are
@@ -103,6 +105,8 @@ interface Queued {
   delete?: boolean | undefined;
   mkdir?: boolean | undefined;
   rmdir?: boolean | undefined;
+  /** An attribute change of the stored entry at `path` ({@link LocalBackend.#changed} shows it meanwhile). */
+  change?: AttributeChanges | undefined;
   /** A rename of the file at `path` (shown removed) to this path, where {@link moved} shows it meanwhile. */
   renameTo?: string | undefined;
   moved?: Queued | undefined;
@@ -115,6 +119,11 @@ interface Queued {
 
 /** The content of the records that have none. */
 const NO_DATA = Buffer.alloc(0);
+
+/** What an attribute change sets, as the store keeps it (a mode's permission bits). */
+function pickChange(changes: AttributeChanges): AttributeChanges {
+  return { mode: changes.mode === undefined ? undefined : changes.mode & 0o7777, uid: changes.uid, gid: changes.gid, modified: changes.modified };
+}
 
 /**
  * Resolves after `ms`, or at once when the function handed to `expose` is called; `expose` gets
@@ -175,6 +184,12 @@ export class LocalBackend implements FuseBackend {
    * (the store then touches them itself: FsService's #touch).
    */
   readonly #touched = new Map<string, { at: number; seq: number }>();
+  /**
+   * Stored entries (files, links, directories) with an attribute change queued: what the mount
+   * shows of them, and the latest change's journal record, until its batch is committed. Their
+   * content is the store's: they are not in {@link #queued}.
+   */
+  readonly #changed = new Map<string, { info: NodeInfo; seq: number }>();
   /** Bytes of content in {@link #queue}. */
   #queueBytes = 0;
   /** The batch loop, while it runs. */
@@ -242,6 +257,8 @@ export class LocalBackend implements FuseBackend {
   #statNow(path: string): NodeInfo | undefined {
     const queued = this.#queued.get(path);
     if (queued) return this.#withTouch(path, queued.info);
+    const changed = this.#changed.get(path);
+    if (changed) return this.#withTouch(path, changed.info);
     const rec = this.#fs.stat(path);
     return rec && this.#withTouch(path, nodeOf(rec));
   }
@@ -280,8 +297,9 @@ export class LocalBackend implements FuseBackend {
     for (const e of stored) {
       const path = e.is_directory ? e.path.slice(0, -1) : e.path;
       if (this.#queued.has(path)) continue;
-      const rec = this.#fs.stat(path);
-      if (rec) out.push([path.slice(prefix), this.#withTouch(path, nodeOf(rec))!]);
+      const changed = this.#changed.get(path);
+      const rec = changed ? undefined : this.#fs.stat(path);
+      if (changed || rec) out.push([path.slice(prefix), this.#withTouch(path, changed?.info ?? nodeOf(rec!))!]);
     }
     for (const [path, q] of this.#queued) {
       if (q.info && parentOf(path) === dir) out.push([path.slice(prefix), this.#withTouch(path, q.info)!]);
@@ -446,13 +464,39 @@ export class LocalBackend implements FuseBackend {
   }
 
   async setAttributes(path: string, changes: AttributeChanges): Promise<void> {
-    if (this.#journal && !this.#direct(path) && this.#queued.get(path)?.info) {
+    if (this.#journal && !this.#direct(path) && path !== '/') {
       await this.#roomInJournal(this.#journal);
       const q = this.#queued.get(path);
       if (q?.info && !q.batched) return this.#fold(this.#journal, q, q.info, changes);
+      // A stored entry with nothing queued at its path: the change is queued on its own.
+      const info = q ? undefined : this.#statNow(path);
+      if (info) return this.#queueChange(this.#journal, path, info, changes);
     }
     await this.drain();
     await this.#fs.setAttributes(path, changes, this.#origin);
+  }
+
+  /**
+   * An attribute change of a stored entry (`chmod -R`, `touch` of existing files, `rsync -a` and
+   * `tar x` setting the times of what exists, a directory's times set last): journaled and queued
+   * like a close, committed with the batch. On its own each was a transaction, which waits for the
+   * one before it to be flushed: about 1 ms each, `chmod -R` of 1,000 files 3.2 s against 0.03 on
+   * ext4. The mount shows the new attributes at once ({@link #changed}); the content stays the
+   * store's.
+   */
+  #queueChange(journal: FuseJournal, path: string, info: NodeInfo, changes: AttributeChanges): void {
+    this.#checkChange('write', path);
+    const change = pickChange(changes);
+    const now = Date.now();
+    const seq = journal.append({ path, modified: change.modified ?? now, change, data: NO_DATA });
+    const shown: NodeInfo = {
+      ...info, mode: change.mode ?? info.mode, uid: change.uid ?? info.uid, gid: change.gid ?? info.gid,
+      mtime: change.modified ?? info.mtime, ctime: now,
+    };
+    // A directory's time set after the changes queued in it: they no longer move it (later ones do).
+    if (change.modified !== undefined) this.#touched.delete(path);
+    this.#changed.set(path, { info: shown, seq });
+    this.#push(journal, { seq, path, data: NO_DATA, info: undefined, attributes: undefined, symlink: false, modified: change.modified ?? now, change });
   }
 
   /**
@@ -464,9 +508,7 @@ export class LocalBackend implements FuseBackend {
    */
   #fold(journal: FuseJournal, q: Queued, info: NodeInfo, changes: AttributeChanges): void {
     this.#checkChange('write', q.path);
-    const change: AttributeChanges = {
-      mode: changes.mode === undefined ? undefined : changes.mode & 0o7777, uid: changes.uid, gid: changes.gid, modified: changes.modified,
-    };
+    const change = pickChange(changes);
     const seq = journal.append({ path: q.path, modified: change.modified ?? q.modified, change, data: NO_DATA });
     const attributes: EntryAttributes = { ...q.attributes };
     if (change.mode !== undefined) attributes.mode = change.mode;
@@ -671,7 +713,7 @@ export class LocalBackend implements FuseBackend {
     this.#queue.push(queued);
     this.#queuedSeq = queued.seq;
     this.#queueBytes += queued.data.length;
-    this.#queued.set(queued.path, queued);
+    if (!queued.change) this.#queued.set(queued.path, queued);
     if (this.#batchFull()) this.#endGather?.();
     this.#startBatches(journal);
   }
@@ -745,9 +787,13 @@ export class LocalBackend implements FuseBackend {
       pauseMs = this.#retryMs;
       results.forEach((r, i) => {
         const q = batch[i]!;
-        if (r.status === 'rejected') this.#log?.error({ err: r.reason, path: q.path }, q.info ? 'committing a closed file failed' : 'removing a file failed');
+        if (r.status === 'rejected') {
+          const what = q.change ? 'changing attributes failed' : q.info ? 'committing a closed file failed' : 'removing a file failed';
+          this.#log?.error({ err: r.reason, path: q.path }, what);
+        }
         if (this.#queued.get(q.path) === q) this.#queued.delete(q.path);
         if (q.moved && this.#queued.get(q.moved.path) === q.moved) this.#queued.delete(q.moved.path);
+        if (q.change && this.#changed.get(q.path)?.seq === q.seq) this.#changed.delete(q.path);
       });
       this.#settledSeq = applied;
       // The store has touched these directories itself (at the batch's time, or kept their own).
