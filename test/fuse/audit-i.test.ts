@@ -3,7 +3,7 @@
  * The remote mount in everyday use, next to another face (RPC) changing the same files.
  */
 import t from 'tap';
-import { mkdir, open, readdir } from 'node:fs/promises';
+import { mkdir, open, readdir, rename } from 'node:fs/promises';
 import { fuseSkipReason, startMountedDaemon, startRemoteMount } from './harness.js';
 import { bytes } from '../helpers/daemon.js';
 
@@ -75,5 +75,19 @@ t.test('another face\'s rename or delete moments after the remote mount wrote th
     await fh.close().catch(() => undefined);
     await sleep(200);
     t.equal(await readStored(d, '/del.txt'), undefined, 'the acknowledged delete is not undone by the close');
+  });
+
+  await t.test('the mount\'s own rename is still its own: a file made at the old name right after is left alone', async (t) => {
+    const a = await open(`${m}/own-a.txt`, 'w');
+    await a.write('first\n');
+    await a.close();
+    await rename(`${m}/own-a.txt`, `${m}/own-b.txt`);
+    const again = await open(`${m}/own-a.txt`, 'w');
+    await again.write('second\n');
+    await sleep(1000); // the rename's event has come meanwhile
+    await again.write('more\n');
+    await again.close();
+    t.equal(await readStored(d, '/own-a.txt'), 'second\nmore\n', 'the new file keeps its name');
+    t.equal(await readStored(d, '/own-b.txt'), 'first\n', 'the renamed one is as it was');
   });
 });

@@ -22,7 +22,8 @@
  * it is changing or changed moments ago ({@link OwnChanges}). A notification that is lost leaves
  * the cache to time out as before: the worker is behind by {@link MAX_PENDING}, or, on a remote
  * mount, another face changed a path while the mount's own change to it was under way, or (a
- * delete, rename or directory change, which carry no etag) within {@link OWN_WINDOW_MS} of it.
+ * directory made, which carries no etag) within {@link OWN_WINDOW_MS} of it. A delete or rename
+ * is the mount's own only if the mount made that one ({@link OwnChanges.isOwnEvent}).
  * Before each write the worker checks that the descriptor still is the mount's /dev/fuse
  * connection (libfuse closes it when the mount is detached from outside).
  */
@@ -52,6 +53,10 @@ export function commitMark(c: { etag?: string | undefined; version?: number | un
   return c.version === undefined ? c.etag : `${c.etag}@${c.version}`;
 }
 
+/** Keys of a deletion and a rename in {@link OwnChanges} (never a path: those start with '/'). */
+const removeKey = (path: string) => `\0remove\0${path}`;
+const renameKey = (from: string, to: string) => `\0rename\0${from}\0${to}`;
+
 /**
  * The paths this mount is changing or changed within {@link OWN_WINDOW_MS}: their change events are
  * its own. Where the mount's change was a commit, a write event is its own only with the mark
@@ -72,8 +77,15 @@ export class OwnChanges {
   /**
    * Mark `paths` while `work` runs and for {@link OWN_WINDOW_MS} after it settles; `etagOf` reads
    * the {@link commitMark} the work gave `paths[0]` from its result, when it committed content.
+   * `removes` and `renames` name the deletions and renames the work makes: only those events are
+   * its own ({@link isOwnEvent}), not another face's delete or rename of a path the mount changed
+   * otherwise a moment ago (its open files must follow that one).
    */
-  async during<T>(paths: string[], work: () => Promise<T>, etagOf?: (result: T) => string | undefined): Promise<T> {
+  async during<T>(
+    paths: string[], work: () => Promise<T>, etagOf?: (result: T) => string | undefined,
+    moves: { removes?: string[]; renames?: [string, string][] } = {},
+  ): Promise<T> {
+    paths = [...paths, ...(moves.removes ?? []).map(removeKey), ...(moves.renames ?? []).map(([from, to]) => renameKey(from, to))];
     this.#mark(paths, Infinity);
     try {
       const result = await work();
@@ -88,6 +100,17 @@ export class OwnChanges {
     } finally {
       this.#mark(paths, this.#now() + OWN_WINDOW_MS);
     }
+  }
+
+  /**
+   * Whether `event` is this mount's own: a delete or rename only if the mount made that very one,
+   * any other change if the mount is changing its path or did within {@link OWN_WINDOW_MS} (a
+   * write: with the {@link commitMark} the mount's commit made).
+   */
+  isOwnEvent(event: ChangeEvent): boolean {
+    if (event.type === 'delete' || event.type === 'rmdir') return this.isOwn(removeKey(event.path));
+    if (event.type === 'rename') return event.new_path !== undefined && this.isOwn(renameKey(event.path, event.new_path));
+    return this.isOwn(event.path, event.type === 'write' ? commitMark(event) : undefined);
   }
 
   /** Whether a change to `path` (a write's {@link commitMark}, if it has one) is this mount's own. */

@@ -143,12 +143,16 @@ export interface FuseFileSystemOptions {
 }
 
 /** The backend calls that change something: the paths each changes, and the mark a commit made (commitMark). */
-const CHANGES: Partial<Record<keyof FuseBackend, { paths: (args: unknown[]) => string[]; etag?: (result: unknown) => string | undefined }>> = {
+const CHANGES: Partial<Record<keyof FuseBackend, {
+  paths: (args: unknown[]) => string[];
+  etag?: (result: unknown) => string | undefined;
+  moves?: (args: unknown[]) => { removes?: string[]; renames?: [string, string][] };
+}>> = {
   commit: { paths: (a) => [a[0] as string], etag: (r) => commitMark(r as { etag?: string; version?: number } | undefined) },
-  remove: { paths: (a) => [a[0] as string] },
-  rename: { paths: (a) => [a[0] as string, a[1] as string] },
+  remove: { paths: (a) => [a[0] as string], moves: (a) => ({ removes: [a[0] as string] }) },
+  rename: { paths: (a) => [a[0] as string, a[1] as string], moves: (a) => ({ renames: [[a[0] as string, a[1] as string]] }) },
   mkdir: { paths: (a) => [a[0] as string] },
-  rmdir: { paths: (a) => [a[0] as string] },
+  rmdir: { paths: (a) => [a[0] as string], moves: (a) => ({ removes: [a[0] as string] }) },
   setAttributes: { paths: (a) => [a[0] as string] },
 };
 
@@ -170,7 +174,7 @@ function recordingOwnChanges(backend: FuseBackend, own: OwnChanges): FuseBackend
         const change = CHANGES[prop as keyof FuseBackend];
         const method = value as (...args: unknown[]) => Promise<unknown>;
         wrapper = change
-          ? (...args: unknown[]) => own.during(change.paths(args), () => method.apply(target, args), change.etag)
+          ? (...args: unknown[]) => own.during(change.paths(args), () => method.apply(target, args), change.etag, change.moves?.(args))
           : method.bind(target);
         wrappers.set(prop, wrapper);
       }
@@ -571,9 +575,7 @@ export class FuseFileSystem {
     const exact = this.#backend.isOwnChange?.(event);
     let own = exact ?? false;
     if (exact === undefined) {
-      for (const path of [event.path, event.new_path]) {
-        if (path !== undefined) own ||= this.#own.isOwn(path, event.type === 'write' ? commitMark(event) : undefined);
-      }
+      own = this.#own.isOwnEvent(event);
     }
     // Another face's rename: what is open below the old path goes on under the new one, as after
     // a rename through the mount (before the kernel is told, whose notifications look the new
