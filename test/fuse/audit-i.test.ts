@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { mkdir, open, readdir, rename } from 'node:fs/promises';
-import { fuseSkipReason, startMountedDaemon, startRemoteMount } from './harness.js';
+import { fuseSkipReason, sh, shOk, startMountedDaemon, startRemoteMount } from './harness.js';
 import { bytes } from '../helpers/daemon.js';
 
 const skip = fuseSkipReason();
@@ -90,4 +90,30 @@ t.test('another face\'s rename or delete moments after the remote mount wrote th
     t.equal(await readStored(d, '/own-a.txt'), 'second\nmore\n', 'the new file keeps its name');
     t.equal(await readStored(d, '/own-b.txt'), 'first\n', 'the renamed one is as it was');
   });
+});
+
+t.test('a shell whose working directory another face renames still knows where it is', { skip }, async (t) => {
+  // Not fixed. On a local disk, a directory renamed by another program stays the working directory
+  // of a shell in it, and getcwd(2) (`pwd -P`, git, make, every tool that resolves a relative
+  // path to an absolute one) answers its new path. In both mounts, another face's rename is
+  // pushed to the kernel as FUSE_NOTIFY_INVAL_ENTRY of the old name (src/transports/fuse/kernel-cache.ts,
+  // notificationsFor), which unhashes the directory's dentry: getcwd then fails with ENOENT
+  // ("cannot access parent directories"; git: "Unable to read current working directory") until
+  // something happens to look the new name up, when the kernel splices the same node's dentry in
+  // under it (d_splice_alias). A lookup of the new name after the notification (the worker that
+  // writes it could lstat the new path through the mount) would restore it.
+  const d = await startMountedDaemon(t);
+  const r = await startRemoteMount(t, d.url);
+  for (const [face, m] of [['daemon\'s own mount', d.mnt], ['remote mount', r.mnt]] as const) {
+    const dir = face === 'remote mount' ? '/cwd-r' : '/cwd-d';
+    await d.rpc('mkdir', { path: `${dir}/x`, parents: true });
+    await sleep(1200);
+    const shell = sh(`cd '${m}${dir}/x' && sleep 1.5 && pwd -P`);
+    await sleep(500);
+    await d.rpc('rename', { old_path: `${dir}/x`, new_path: `${dir}/y` });
+    const out = await shell;
+    t.equal(out.code, 0, `${face}: getcwd works in the renamed directory (${out.stderr.trim()})`);
+    t.equal(out.stdout.trim(), `${m}${dir}/y`, `${face}: and names its new path`);
+  }
+  t.equal(await shOk(`ls '${r.mnt}/cwd-r'`), 'y\n');
 });
