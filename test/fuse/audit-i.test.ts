@@ -93,15 +93,15 @@ t.test('another face\'s rename or delete moments after the remote mount wrote th
 });
 
 t.test('a shell whose working directory another face renames still knows where it is', { skip }, async (t) => {
-  // Not fixed. On a local disk, a directory renamed by another program stays the working directory
+  // Before the fix: on a local disk, a directory renamed by another program stays the working directory
   // of a shell in it, and getcwd(2) (`pwd -P`, git, make, every tool that resolves a relative
   // path to an absolute one) answers its new path. In both mounts, another face's rename is
   // pushed to the kernel as FUSE_NOTIFY_INVAL_ENTRY of the old name (src/transports/fuse/kernel-cache.ts,
   // notificationsFor), which unhashes the directory's dentry: getcwd then fails with ENOENT
   // ("cannot access parent directories"; git: "Unable to read current working directory") until
   // something happens to look the new name up, when the kernel splices the same node's dentry in
-  // under it (d_splice_alias). A lookup of the new name after the notification (the worker that
-  // writes it could lstat the new path through the mount) would restore it.
+  // under it (d_splice_alias). The notifier's worker now looks the new name up (an lstat through
+  // the mount) after the notifications of a rename of a node the kernel holds.
   const d = await startMountedDaemon(t);
   const r = await startRemoteMount(t, d.url);
   for (const [face, m] of [['daemon\'s own mount', d.mnt], ['remote mount', r.mnt]] as const) {

@@ -154,6 +154,13 @@ export interface Notification {
   message: Buffer;
   /** The node id is in `message` already ({@link resolveNotifications}): no lstat. */
   resolved?: boolean;
+  /**
+   * Nothing to write: look `path` up through the mount (an lstat). After another face's rename, the
+   * kernel dropped the old name's dentry; a lookup of the new name gives the same node its dentry
+   * back under that name (d_splice_alias), so a shell whose working directory it is, and getcwd(2),
+   * find it there instead of failing with ENOENT.
+   */
+  relook?: boolean;
 }
 
 /** Offset of the node id (fuse_notify_inval_inode_out.ino, fuse_notify_inval_entry_out.parent). */
@@ -211,8 +218,12 @@ const { dir, fd, rdev, offset } = workerData;
 let gone = false;
 parentPort.on('message', (batch) => {
   let error;
-  for (const { path, message, resolved } of batch) {
+  for (const { path, message, resolved, relook } of batch) {
     if (gone) break;
+    if (relook) {
+      try { lstatSync(dir + path); } catch {}
+      continue;
+    }
     const msg = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
     if (!resolved) {
       let id;
@@ -263,6 +274,12 @@ export class KernelCache {
     if (this.#stopped) return;
     const all = notificationsFor(event, this.#nodeOf !== undefined);
     const batch = this.#nodeOf ? resolveNotifications(all, this.#nodeOf) : all;
+    // A renamed node the kernel holds (the binding's table has moved it already): its dentry, dropped
+    // with the old name, is given back under the new one ({@link Notification.relook}). fuse-native's
+    // lstat of the names does that already.
+    if (this.#nodeOf && event.type === 'rename' && event.new_path !== undefined && this.#nodeOf(event.new_path) !== 0) {
+      batch.push({ path: event.new_path, message: Buffer.alloc(0), relook: true });
+    }
     if (batch.length === 0) return;
     if (this.#pending + batch.length > MAX_PENDING) {
       this.#warnOnce('kernel cache notifications are behind; the caches time out instead');
