@@ -1,6 +1,8 @@
 /**
- * @module test/fuse/audit-i
- * The remote mount in everyday use, next to another face (RPC) changing the same files.
+ * @module test/fuse/renamed-elsewhere
+ * Another face (RPC) renaming or deleting what a mount is using: a remote mount's open files follow
+ * such a change even moments after the mount itself changed the path, and a shell whose working
+ * directory is renamed elsewhere still knows where it is (both mounts).
  */
 import t from 'tap';
 import { mkdir, open, readdir, rename } from 'node:fs/promises';
