@@ -12,6 +12,7 @@
  * only a mount found there before this one is made is probed (statfs), asynchronously, to tell
  * whether it is live.
  */
+import { spawn } from 'node:child_process';
 import { mkdir, readdir, statfs } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Logger } from '../../core/log.js';
@@ -168,6 +169,10 @@ export class FuseMount {
   async #stop(): Promise<void> {
     const { log } = this.#opts;
     clearTimeout(this.#watch);
+    // Pages a program dirtied through a shared memory map and has not msync-ed yet are the kernel's,
+    // not in an open file here: have it write them back while the mount still serves, or the
+    // unmount (lazy, since the mapping keeps the file open) loses them.
+    if (this.#native && !this.#detached) await syncMount(this.dir, log);
     // Before the unmount: no notification may be written once the connection's descriptor can close.
     await this.#kernel?.close();
     if (this.#native) {
@@ -193,4 +198,36 @@ export class FuseMount {
     }
     if (this.#native) this.#opts.log.info({ dir: this.dir }, 'FUSE mount stopped');
   }
+}
+
+/** How long a stop waits for the kernel to write back a mount's dirty pages. */
+const SYNC_AT_STOP_MS = 10_000;
+
+/**
+ * syncfs(2) of the mount, from a child process (`sync -f`; never from this process, which serves
+ * the writes it causes), so dirty pages of shared memory maps reach the open files before the
+ * unmount. Waits at most {@link SYNC_AT_STOP_MS}; a failure is logged, not thrown.
+ */
+function syncMount(dir: string, log: Logger): Promise<void> {
+  return new Promise((resolveSync) => {
+    let timer: NodeJS.Timeout | undefined;
+    const done = () => {
+      clearTimeout(timer);
+      resolveSync();
+    };
+    const child = spawn('sync', ['-f', dir], { stdio: 'ignore' });
+    timer = setTimeout(() => {
+      log.warn({ dir }, 'writing back dirty pages before the unmount took too long; unmounting anyway');
+      child.kill('SIGKILL');
+      done();
+    }, SYNC_AT_STOP_MS);
+    child.once('error', (err) => {
+      log.warn({ err, dir }, 'cannot write back dirty pages before the unmount');
+      done();
+    });
+    child.once('exit', (code) => {
+      if (code !== 0) log.warn({ dir, code }, 'writing back dirty pages before the unmount failed');
+      done();
+    });
+  });
 }

@@ -1,0 +1,41 @@
+/**
+ * @module test/fuse/audit-h
+ * Less common I/O patterns through the daemon's own mount, as a program on a local disk would use
+ * them: shared memory maps whose pages the kernel still holds when the daemon is stopped.
+ */
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fuseSkipReason, sh, startMountedDaemon } from './harness.js';
+import { unbytes } from '../helpers/daemon.js';
+
+const skip = fuseSkipReason();
+if (skip) console.log(`# ${skip}`);
+
+t.test('SIGTERM keeps what a live MAP_SHARED mapping wrote but never msync-ed', { skip }, async (t) => {
+  const d = await startMountedDaemon(t);
+  const file = join(d.mnt, 'mapped.bin');
+  await sh(`printf '%8192s' '' | tr ' ' a > '${file}'`);
+  // A program (an editor, a database) that keeps its mapping and has not msync-ed yet: on a local
+  // disk its dirty pages reach the file whatever happens to other processes.
+  const prog = spawn('python3', ['-c', `
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 8192)
+m[0:6] = b'MAPPED'
+print('ready', flush=True)
+time.sleep(60)
+`, file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => { prog.kill('SIGKILL'); });
+  await new Promise<void>((resolve, reject) => {
+    prog.stdout!.on('data', (b: Buffer) => { if (b.toString().includes('ready')) resolve(); });
+    prog.once('exit', (code) => reject(new Error(`python exited ${code}`)));
+  });
+  t.equal(await d.stop(), 0, 'the daemon stops cleanly');
+  prog.kill('SIGKILL');
+  await d.start();
+  const stored = unbytes(await d.rpc('read', { path: '/mapped.bin' })).subarray(0, 6).toString();
+  t.equal(stored, 'MAPPED', 'the mapped write was committed before the unmount');
+  t.equal((await readFile(file)).subarray(0, 6).toString(), 'MAPPED', 'and the mount shows it after the restart');
+});
