@@ -5,10 +5,10 @@
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fuseSkipReason, sh, startMountedDaemon } from './harness.js';
-import { unbytes } from '../helpers/daemon.js';
+import { bytes, unbytes } from '../helpers/daemon.js';
 
 const skip = fuseSkipReason();
 if (skip) console.log(`# ${skip}`);
@@ -38,4 +38,20 @@ time.sleep(60)
   const stored = unbytes(await d.rpc('read', { path: '/mapped.bin' })).subarray(0, 6).toString();
   t.equal(stored, 'MAPPED', 'the mapped write was committed before the unmount');
   t.equal((await readFile(file)).subarray(0, 6).toString(), 'MAPPED', 'and the mount shows it after the restart');
+});
+
+t.test('an O_APPEND descriptor appends after what another face appended meanwhile', { skip }, async (t) => {
+  const d = await startMountedDaemon(t);
+  const file = join(d.mnt, 'app.log');
+  await writeFile(file, 'line1\n');
+  // A logger keeps its log open for appending; another face (RPC) appends a line meanwhile.
+  const log = await open(file, 'a');
+  t.teardown(() => log.close().catch(() => undefined));
+  await d.rpc('write', { path: '/app.log', content: bytes('line1\nline2 from rpc\n') });
+  await new Promise((r) => setTimeout(r, 700));
+  await log.write('line3 appended\n');
+  await log.close();
+  const want = 'line1\nline2 from rpc\nline3 appended\n';
+  t.equal(unbytes(await d.rpc('read', { path: '/app.log' })).toString(), want, 'stored: the append went to the end, nothing overwritten');
+  t.equal(await readFile(file, 'utf8'), want, 'the mount shows the same');
 });
