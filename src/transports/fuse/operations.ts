@@ -62,6 +62,8 @@ const S_IFREG = 0o100000;
 const S_IFDIR = 0o040000;
 const S_IFLNK = 0o120000;
 const S_ISGID = 0o2000;
+/** open(2) flag, Linux: writes go to the end of the file. */
+const O_APPEND = 0o2000;
 /** lseek(2)'s whence values that reach a FUSE file system (Linux's numbers). */
 const SEEK_DATA = 3;
 const SEEK_HOLE = 4;
@@ -126,6 +128,12 @@ interface Handle {
    * dup2 and close before writing (`echo x > f`), and that first flush would store an empty version.
    */
   dirtied: boolean;
+  /**
+   * Opened with O_APPEND: every write goes to the end of the file as the mount holds it. The kernel
+   * places such a write at the size it cached, which another face's change (a line appended over
+   * RPC) only marks stale: written there, it overwrote what that face had appended.
+   */
+  append?: boolean;
 }
 
 export interface FuseFileSystemOptions {
@@ -253,7 +261,7 @@ export class FuseFileSystem {
         if (handle.file.readOnly) throw new PosixError('EROFS');
         checkFileSize(pos + len);
         handle.wrote = true;
-        return handle.file.write(buf, len, pos, this.#reloader(handle.file));
+        return handle.file.write(buf, len, pos, this.#reloader(handle.file), handle.append);
       }),
       truncate: (path, size, cb) => this.#run('truncate', path, cb, () => this.#truncate(path, size)),
       ftruncate: (path, fd, size, cb) => this.#run('ftruncate', path, cb, async () => {
@@ -764,6 +772,7 @@ export class FuseFileSystem {
       // unseen by the next open, getattr and truncate: the remote mount's `truncate` right after
       // a close answered the old size, and appends landed there).
       const fh = this.#addHandle(open);
+      if ((flags & O_APPEND) !== 0) this.#handles.get(fh)!.append = true;
       if (open.changed || open.orphan) return fh;
       try {
         // A clean open file may be behind a change made through another face.
@@ -787,7 +796,9 @@ export class FuseFileSystem {
       mtime: Date.now(), spoolDir: this.#backend.spoolDir, hasher: this.#hasher, holds: this.#holds,
     });
     this.#files.set(p, file);
-    return this.#addHandle(file);
+    const fh = this.#addHandle(file);
+    if ((flags & O_APPEND) !== 0) this.#handles.get(fh)!.append = true;
+    return fh;
   }
 
   /** The new file's handle, and its attributes (the binding may answer the kernel's entry with them). */
