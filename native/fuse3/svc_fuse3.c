@@ -1667,6 +1667,8 @@ static void ll_write(fuse_req_t fr, fuse_ino_t ino, const char *buf, size_t size
   if (!buffer_for(r, size)) { answer(r, -ENOMEM); return; }
   memcpy(r->slot ? r->slot->mem : r->data, buf, size);
   r->n[1] = (double)off;
+  /* 1: the kernel writing back its page cache (a shared memory map), through whichever handle it picked. */
+  r->n[2] = fi->writepage ? 1 : 0;
   ask(r, OP_WRITE, K_WRITE);
 }
 

@@ -97,7 +97,11 @@ export interface FuseOperations {
    */
   create(path: string, mode: number, cb: Cb<[number?, FuseStat?]>, caller?: FuseCaller): void;
   read(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErr: number) => void): void;
-  write(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErr: number) => void): void;
+  /**
+   * `cached`: libfuse 3 only: true when the kernel writes back its page cache (a shared memory map's
+   * pages, through any writable handle of the file), false for a write(2); fuse-native leaves it out.
+   */
+  write(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErr: number) => void, cached?: boolean): void;
   truncate(path: string, size: number, cb: Cb): void;
   ftruncate(path: string, fd: number, size: number, cb: Cb): void;
   flush(path: string, fd: number, cb: Cb): void;
@@ -625,7 +629,7 @@ class Fuse3Mount implements BindingMount {
         case Op.Create: return ops.create(path, n0, (code, fd, st) => done(code, fd, st && packStat(st, this.#stat)), { uid: n2, gid: n3 });
         // `buf` may be longer than the request (one of the mount's pooled buffers): `len` bytes of it.
         case Op.Read: return ops.read(path, n0, buf!, len, n1, done);
-        case Op.Write: return ops.write(path, n0, buf!, len, n1, done);
+        case Op.Write: return ops.write(path, n0, buf!, len, n1, done, n2 === 1);
         case Op.Truncate: return ops.truncate(path, n1, done);
         case Op.Ftruncate: return ops.ftruncate(path, n0, n1, done);
         case Op.Flush: return ops.flush(path, n0, done);

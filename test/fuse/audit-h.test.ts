@@ -55,3 +55,24 @@ t.test('an O_APPEND descriptor appends after what another face appended meanwhil
   t.equal(unbytes(await d.rpc('read', { path: '/app.log' })).toString(), want, 'stored: the append went to the end, nothing overwritten');
   t.equal(await readFile(file, 'utf8'), want, 'the mount shows the same');
 });
+
+t.test('pages of a shared map written back through an O_APPEND handle stay where they were mapped', { skip }, async (t) => {
+  const d = await startMountedDaemon(t);
+  const file = join(d.mnt, 'mapped-append.bin');
+  const out = await sh(`python3 -c "
+import mmap, os, sys
+p = sys.argv[1]
+open(p, 'wb').write(b'a' * 8192)
+fd = os.open(p, os.O_RDWR | os.O_APPEND)
+m = mmap.mmap(fd, 8192)
+m[100:104] = b'MAP2'
+m.flush(); m.close()
+os.write(fd, b'TAIL')
+os.close(fd)
+" '${file}'`);
+  t.equal(out.code, 0, out.stderr);
+  const stored = unbytes(await d.rpc('read', { path: '/mapped-append.bin' }));
+  t.equal(stored.length, 8196, 'only the write(2) appended');
+  t.equal(stored.subarray(100, 104).toString(), 'MAP2', 'the mapped page landed at its offset');
+  t.equal(stored.subarray(8192).toString(), 'TAIL');
+});

@@ -131,7 +131,8 @@ interface Handle {
   /**
    * Opened with O_APPEND: every write goes to the end of the file as the mount holds it. The kernel
    * places such a write at the size it cached, which another face's change (a line appended over
-   * RPC) only marks stale: written there, it overwrote what that face had appended.
+   * RPC) only marks stale: written there, it overwrote what that face had appended. libfuse 3 only
+   * (where a write(2) is told from a page written back from a shared memory map).
    */
   append?: boolean;
 }
@@ -256,12 +257,15 @@ export class FuseFileSystem {
       open: (path, flags, cb) => this.#run('open', path, cb, () => this.#open(path, flags)),
       create: (path, mode, cb, caller) => this.#run('create', path, (code, r) => cb(code, r?.[0], r?.[1]), () => this.#create(path, mode, caller)),
       read: (path, fd, buf, len, pos, cb) => this.#run('read', path, (code, n) => cb(code < 0 ? code : n!), () => this.#read(fd, buf, len, pos)),
-      write: (path, fd, buf, len, pos, cb) => this.#run('write', path, (code, n) => cb(code < 0 ? code : n!), () => {
+      write: (path, fd, buf, len, pos, cb, cached) => this.#run('write', path, (code, n) => cb(code < 0 ? code : n!), () => {
         const handle = this.#handle(fd);
         if (handle.file.readOnly) throw new PosixError('EROFS');
         checkFileSize(pos + len);
         handle.wrote = true;
-        return handle.file.write(buf, len, pos, this.#reloader(handle.file), handle.append);
+        // O_APPEND only for a write(2) that libfuse 3 tells apart: a page written back from a shared
+        // map may come through an O_APPEND handle and belongs where it was mapped (fuse-native
+        // cannot tell them apart, and keeps the kernel's offsets).
+        return handle.file.write(buf, len, pos, this.#reloader(handle.file), handle.append === true && cached === false);
       }),
       truncate: (path, size, cb) => this.#run('truncate', path, cb, () => this.#truncate(path, size)),
       ftruncate: (path, fd, size, cb) => this.#run('ftruncate', path, cb, async () => {
