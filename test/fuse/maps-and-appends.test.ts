@@ -1,7 +1,8 @@
 /**
- * @module test/fuse/audit-h
- * Less common I/O patterns through the daemon's own mount, as a program on a local disk would use
- * them: shared memory maps whose pages the kernel still holds when the daemon is stopped.
+ * @module test/fuse/maps-and-appends
+ * Shared memory maps and O_APPEND through the daemon's own mount, as a program on a local disk uses
+ * them: a map's pages the kernel still holds when the daemon is stopped, an appending descriptor
+ * after another face appended, and a map's pages written back through an appending descriptor.
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
