@@ -226,14 +226,20 @@ export class RemoteBackend implements FuseBackend {
   }
 
   async version(path: string, version: number): Promise<VersionInfo | undefined> {
-    const v = (await this.#history(path)).find((x) => x.version === version);
+    const v = await this.#historyEntry(path, version);
     return v && versionInfo(v);
   }
 
   async versionContent(path: string, version: number): Promise<StoredContent> {
-    const v = (await this.#history(path)).find((x) => x.version === version);
+    const v = await this.#historyEntry(path, version);
     if (!v) throw new SvcError(-32000, `Version ${version} not found for ${path}`, { path, version });
     return this.#stored(path, version, v.size, v.etag);
+  }
+
+  /** Version `version` of `path` from its kept history, or from the daemon when that has none (listed again). */
+  async #historyEntry(path: string, version: number): Promise<HistoryEntry | undefined> {
+    const find = (list: HistoryEntry[]) => list.find((x) => x.version === version);
+    return find(await this.#history(path)) ?? find(await this.#history(path, true));
   }
 
   /**
@@ -242,13 +248,14 @@ export class RemoteBackend implements FuseBackend {
    * whole until the file changes (a delete and a file made again have another current version or
    * etag; the attributes they are compared with follow change events). Without it, each lookup
    * and each open below `/.versions/<file>/` listed the whole history again: reading every version
-   * of a file with N of them took N² entries over the wire.
+   * of a file with N of them took N² entries over the wire. `fresh`: listed again in any case (a
+   * version the kept list lacks, in case the attributes it was checked against were behind).
    */
-  async #history(path: string): Promise<HistoryEntry[]> {
+  async #history(path: string, fresh = false): Promise<HistoryEntry[]> {
     const info = await this.stat(path);
     const key = info?.kind === 'file' ? `${info.version}:${info.etag}` : undefined;
     const kept = this.#histories.get(path);
-    if (key !== undefined && kept?.key === key) return kept.list;
+    if (!fresh && key !== undefined && kept?.key === key) return kept.list;
     const list = await this.#call('list_versions', { path });
     // Kept only if it is the history of the file as stat showed it (its newest version that one).
     if (key !== undefined && list[0] && `${list[0].version}:${list[0].etag}` === key) {
