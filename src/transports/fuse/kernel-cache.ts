@@ -271,16 +271,27 @@ export class KernelCache {
 
   /** Another face changed something: tell the kernel (in the background). */
   changed(event: ChangeEvent): void {
-    if (this.#stopped) return;
-    const all = notificationsFor(event, this.#nodeOf !== undefined);
-    const batch = this.#nodeOf ? resolveNotifications(all, this.#nodeOf) : all;
+    const batch = this.#resolved(notificationsFor(event, this.#nodeOf !== undefined));
     // A renamed node the kernel holds (the binding's table has moved it already): its dentry, dropped
     // with the old name, is given back under the new one ({@link Notification.relook}). fuse-native's
     // lstat of the names does that already.
     if (this.#nodeOf && event.type === 'rename' && event.new_path !== undefined && this.#nodeOf(event.new_path) !== 0) {
       batch.push({ path: event.new_path, message: Buffer.alloc(0), relook: true });
     }
-    if (batch.length === 0) return;
+    this.#post(batch);
+  }
+
+  /** The kernel's cached pages (and attributes) of the file at `path` are wrong: drop them (in the background). */
+  dropPages(path: string): void {
+    this.#post(this.#resolved([{ path, message: invalInodeMessage(0, false) }]));
+  }
+
+  #resolved(all: Notification[]): Notification[] {
+    return this.#nodeOf ? resolveNotifications(all, this.#nodeOf) : all;
+  }
+
+  #post(batch: Notification[]): void {
+    if (this.#stopped || batch.length === 0) return;
     if (this.#pending + batch.length > MAX_PENDING) {
       this.#warnOnce('kernel cache notifications are behind; the caches time out instead');
       return;

@@ -125,6 +125,7 @@ export class FuseMount {
     const fs = new FuseFileSystem({
       backend: this.#opts.backend, log, uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0,
       onExternalChange: (event) => this.#kernel?.changed(event),
+      dropPages: (path) => this.#kernel?.dropPages(path),
     });
     const native = new NativeMount(this.dir, fs.operations(), {
       cacheSeconds: KERNEL_CACHE_SECONDS, defaultPermissions: true, fsname: `svc:${this.#opts.backend.description}`,

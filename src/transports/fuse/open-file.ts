@@ -262,13 +262,18 @@ export class OpenFile {
     return this.#base?.hash(i) === zero;
   }
 
-  /** Copies `buf` (fuse-native reuses it after the callback). */
-  write(buf: Buffer, len: number, pos: number, reload?: () => Promise<StoredContent | undefined>, append = false): Promise<number> {
+  /**
+   * Copies `buf` (fuse-native reuses it after the callback). `append` (O_APPEND): at the end as it
+   * is now, whatever size the kernel placed the write at; called with true when that is elsewhere.
+   */
+  write(buf: Buffer, len: number, pos: number, reload?: () => Promise<StoredContent | undefined>, append?: (moved: boolean) => void): Promise<number> {
     return this.#exclusive(async () => {
       // Another face rewrote the file while this one had nothing pending: write onto that.
       if (reload) await this.#current(reload);
-      // O_APPEND: at the end as it is now, whatever size the kernel placed the write at.
-      if (append) pos = this.#size;
+      if (append) {
+        append(pos !== this.#size);
+        pos = this.#size;
+      }
       await this.#awaitLanding();
       this.#clone = undefined;
       this.#intact = Math.min(this.#intact, pos);

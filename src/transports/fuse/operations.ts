@@ -149,6 +149,11 @@ export interface FuseFileSystemOptions {
   gid: number;
   /** Called for each change another face made (this mount's own changes are filtered out). */
   onExternalChange?: ((event: ChangeEvent) => void) | undefined;
+  /**
+   * The kernel's cached pages of the file at `path` no longer hold what the mount does (an
+   * O_APPEND write stored at the end, not where the kernel placed and cached it): drop them.
+   */
+  dropPages?: ((path: string) => void) | undefined;
 }
 
 /** The backend calls that change something: the paths each changes, and the mark a commit made (commitMark). */
@@ -213,6 +218,7 @@ export class FuseFileSystem {
   /** The binding's node table, followed for other faces' renames and removals, where it keeps one. */
   #table: NodeTable | undefined;
   readonly #onExternalChange: ((event: ChangeEvent) => void) | undefined;
+  readonly #dropPages: ((path: string) => void) | undefined;
   /** Hashes written chunks while files are written, when the backend reuses the hashes. */
   readonly #hasher: ChunkHasher | undefined;
   /** Stores written chunks while files are written, when the backend can hold them. */
@@ -223,6 +229,7 @@ export class FuseFileSystem {
     // A backend that names its own change events needs no record of what it was asked to change.
     this.#backend = opts.backend.isOwnChange ? opts.backend : recordingOwnChanges(opts.backend, this.#own);
     this.#onExternalChange = opts.onExternalChange;
+    this.#dropPages = opts.dropPages;
     this.#log = opts.log;
     this.#uid = opts.uid;
     this.#gid = opts.gid;
@@ -264,8 +271,12 @@ export class FuseFileSystem {
         handle.wrote = true;
         // O_APPEND only for a write(2) that libfuse 3 tells apart: a page written back from a shared
         // map may come through an O_APPEND handle and belongs where it was mapped (fuse-native
-        // cannot tell them apart, and keeps the kernel's offsets).
-        return handle.file.write(buf, len, pos, this.#reloader(handle.file), handle.append === true && cached === false);
+        // cannot tell them apart, and keeps the kernel's offsets). Stored elsewhere than the kernel
+        // placed it, the bytes it copied into its page cache are at the wrong place: dropped.
+        const append = handle.append === true && cached === false
+          ? (moved: boolean) => { if (moved) setImmediate(() => this.#dropPages?.(handle.file.path)); }
+          : undefined;
+        return handle.file.write(buf, len, pos, this.#reloader(handle.file), append);
       }),
       truncate: (path, size, cb) => this.#run('truncate', path, cb, () => this.#truncate(path, size)),
       ftruncate: (path, fd, size, cb) => this.#run('ftruncate', path, cb, async () => {
