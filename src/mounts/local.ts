@@ -69,9 +69,11 @@ export class LocalBackend {
   readonly #onDisk = new Map<string, string>();
   #root = '';
   #watcher: FSWatcher | undefined;
-  /** Looks at the host directory itself ({@link #checkRoot}), and the one being watched (`dev:ino`). */
+  /** Looks at the host directory itself ({@link #checkRoot}), and the one being watched ({@link dirIdentity}). */
   #rootPoll: NodeJS.Timeout | undefined;
   #rootId: string | undefined;
+  /** The host directory was found missing since it was last watched: when it is there again, it is another one. */
+  #rootGone = false;
   #rechecking = false;
   #queue: Promise<void> = Promise.resolve();
 
@@ -104,7 +106,7 @@ export class LocalBackend {
   }
 
   async #watch(): Promise<void> {
-    this.#rootId = await stat(this.#root).then((st) => `${st.dev}:${st.ino}`, () => undefined);
+    this.#rootId = await stat(this.#root).then(dirIdentity, () => undefined);
     const watcher = chokidar.watch(this.#root, {
       ignoreInitial: true,
       followSymlinks: false,
@@ -121,14 +123,21 @@ export class LocalBackend {
    * The host directory itself removed and made again (`rm -rf out && mkdir out` on the host): the
    * watcher stays with the removed directory, so nothing made in the new one was imported until
    * the mount was activated again. Every {@link ROOT_POLL_MS} the directory is looked at; once it
-   * is another one than the watcher's, svc's view is made equal to it and it is watched instead.
+   * is another one than the watcher's (found missing in between, or with another identity: made
+   * again within one look), svc's view is made equal to it and it is watched instead.
    */
   async #checkRoot(): Promise<void> {
     if (this.#rechecking || !this.#watcher) return;
     this.#rechecking = true;
     try {
       const now = await stat(this.dataDir).catch(() => undefined);
-      if (!now?.isDirectory() || `${now.dev}:${now.ino}` === this.#rootId) return;
+      if (!now?.isDirectory()) {
+        this.#rootGone = true;
+        return;
+      }
+      // Seen gone since: another directory, whatever its identity (a new one may reuse the inode).
+      if (!this.#rootGone && dirIdentity(now) === this.#rootId) return;
+      this.#rootGone = false;
       const old = this.#watcher;
       this.#watcher = undefined;
       await old.close();
@@ -535,6 +544,15 @@ export class LocalBackend {
         return undefined;
     }
   }
+}
+
+/**
+ * Which directory a path names: device, inode and birth time. ext4 gives a directory made right
+ * after one was removed the freed inode number again (`rm -rf out && mkdir out`): the birth time
+ * tells them apart, where the file system keeps one (0 elsewhere).
+ */
+function dirIdentity(st: Stats): string {
+  return `${st.dev}:${st.ino}:${st.birthtimeMs}`;
 }
 
 /** Also a path below what is a file on the host now (svc's stale tree under a directory the host replaced). */
