@@ -7,7 +7,6 @@
 import t from 'tap';
 import { mkdir, open, readdir, rename } from 'node:fs/promises';
 import { fuseSkipReason, sh, shOk, startMountedDaemon, startRemoteMount } from './harness.js';
-import { bytes } from '../helpers/daemon.js';
 
 const skip = fuseSkipReason();
 if (skip) console.log(`# ${skip}`);
