@@ -23,7 +23,7 @@
  *   folios each side's file sits in are counted (bench/folios.c) and printed;
  * - 4 KiB reads at random offsets (best of 3 rounds, in turn likewise);
  * - the close-only write, the cold, warm and random reads and the small-file rows below also on the floor;
- * - create, stat, chmod, read and delete 2,000 small files, also on a third side: the FLOOR, a bare in-memory
+ * - create, stat, chmod, read, rename and delete 2,000 small files, also on a third side: the FLOOR, a bare in-memory
  *   file system (bench/fuse-floor.ts, a second child process) mounted through the same NativeMount,
  *   binding and options as the daemon's mount. Its times are what the binding and the kernel cost
  *   with no svc code behind them, so the table shows which part of the mount's gap to the disk is
@@ -52,7 +52,7 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import {
-  chmodSync, closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync,
+  chmodSync, closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync,
   existsSync, readFileSync, readdirSync, lstatSync, copyFileSync, appendFileSync,
 } from 'node:fs';
 import { tmpdir, cpus, totalmem } from 'node:os';
@@ -163,15 +163,16 @@ function randomReads(path: string): number {
 /** CPU ms a process has used so far ({@link cpuMs}); NaN for the disk side, which has no server. */
 const serverCpuMs = (pid: number | undefined): number => (pid === undefined ? NaN : cpuMs(pid));
 
-type SmallOp = 'create' | 'stat' | 'chmod' | 'read' | 'remove';
-const SMALL_OPS: SmallOp[] = ['create', 'stat', 'chmod', 'read', 'remove'];
+type SmallOp = 'create' | 'stat' | 'chmod' | 'read' | 'rename' | 'remove';
+const SMALL_OPS: SmallOp[] = ['create', 'stat', 'chmod', 'read', 'rename', 'remove'];
 /** Wall-clock ms per operation over FILES files, and the server process's CPU ms for them. */
 type SmallTimes = Record<SmallOp, { ms: number; serverCpu: number }>;
 
 /**
  * Create, stat, chmod (as `chmod -R` does, of files already stored on the mount: the creates'
- * batch is committed by then), read (open, read, close) and delete FILES files of 1 KiB in `dir`
- * (made first, untimed); `server` is the pid serving it, if any.
+ * batch is committed by then), read (open, read, close), rename (each to a new name in the same
+ * directory, as `mv` or a tool renaming its outputs does, of files stored by then) and delete FILES
+ * files of 1 KiB in `dir` (made first, untimed); `server` is the pid serving it, if any.
  */
 function smallFiles(dir: string, server?: number): SmallTimes {
   mkdirSync(dir, { recursive: true });
@@ -186,8 +187,10 @@ function smallFiles(dir: string, server?: number): SmallTimes {
   const stat = phase(() => names.forEach((n) => statSync(n)));
   const chmod = phase(() => names.forEach((n) => chmodSync(n, 0o600)));
   const read = phase(() => names.forEach((n) => readFileSync(n)));
-  const remove = phase(() => names.forEach((n) => unlinkSync(n)));
-  return { create, stat, chmod, read, remove };
+  const moved = names.map((n) => n.replace(/\.txt$/, '.moved'));
+  const rename = phase(() => names.forEach((n, i) => renameSync(n, moved[i]!)));
+  const remove = phase(() => moved.forEach((n) => unlinkSync(n)));
+  return { create, stat, chmod, read, rename, remove };
 }
 
 /** Per operation, the round with the smallest wall-clock time. */

@@ -218,7 +218,7 @@ t.test('a queued file renamed over another (rsync, an editor\'s save) is shown a
   const chmodded = call(ops.chmod, '/doc', 0o600);
   t.notOk(await settlesSoon(chmodded), 'a chmod of the renamed file is not folded into the rename: it waits for the queue');
   const stored = call(ops.rename, '/stored', '/stored2');
-  t.notOk(await settlesSoon(stored), 'a rename of a file not queued still waits for the queue');
+  t.ok(await settlesSoon(stored), 'a rename of a stored file is queued too (before, it waited for the queue)');
   store.release();
   t.same([await chmodded, await stored], [[0, undefined], [0, undefined]]);
   await backend.drain();
@@ -264,6 +264,139 @@ t.test('after a crash, renames of queued files are replayed in order', async (t)
   t.same(b.fs.listVersions('/target').map((v) => v.version), [2, 1]);
   t.same([b.fs.stat('/tmp1'), b.fs.stat('/a'), b.fs.stat('/b')], [undefined, undefined, undefined]);
   t.equal(b.fs.read('/c').content.toString(), 'a', 'renamed twice');
+});
+
+t.test('a rename of a stored file is queued too: shown at once, its content read from the store, committed with the batch', async (t) => {
+  // On its own each was a transaction, which waits for the flush of the one before it: about 1 ms a
+  // rename through the kernel, 40× ext4's (`mv` of many files, a file renamed once committed).
+  const { store, fs, ops, backend, journal, seen } = await setup(t);
+  const big = Buffer.alloc(3 * 1024 * 1024 + 5, 7);
+  big.write('head', 0);
+  await fs.write('/big.bin', big);
+  await fs.write('/doc', Buffer.from('d1'));
+  await fs.write('/doc', Buffer.from('d2'));
+  await fs.write('/old', Buffer.from('o1'), { attributes: { mode: 0o600 } });
+  await fs.write('/old', Buffer.from('o2'));
+  await fs.mkdir('/dir');
+  const eventsBefore = seen.length;
+  store.hold({ transactions: true });
+  const before = journal.lastSeq;
+  const renamed = Promise.all([call(ops.rename, '/big.bin', '/dir/big.bin'), call(ops.rename, '/doc', '/old')]);
+  t.ok(await settlesSoon(renamed), 'answered while the store is held (before, each waited for a transaction)');
+  t.same((await renamed).map(([c]) => c), [0, 0]);
+  t.equal(journal.lastSeq - before, 2, 'one journal record each');
+  t.equal((await call(ops.getattr, '/big.bin'))[0], -2, 'the old name: ENOENT at once');
+  t.equal((await call(ops.getattr, '/doc'))[0], -2);
+  const [, st] = await call<{ size: number }>(ops.getattr, '/dir/big.bin');
+  t.equal(st!.size, big.length, 'the new name shows the stored file');
+  t.same((await call<string[]>(ops.readdir, '/dir'))[1], ['.', '..', 'big.bin'], 'listed in its new directory');
+  t.notOk((await call<string[]>(ops.readdir, '/'))[1]!.includes('doc'), 'not in its old one');
+  const [c, fd] = await call<number>(ops.open, '/dir/big.bin', 0);
+  t.equal(c, 0);
+  const tail = Buffer.alloc(16);
+  const [n] = await call<number>(ops.read, '/dir/big.bin', fd, tail, 16, big.length - 10);
+  t.equal(n, 10, 'reads the stored chunks, the last one too');
+  const head = Buffer.alloc(4);
+  await call(ops.read, '/dir/big.bin', fd, head, 4, 0);
+  t.equal(head.toString(), 'head');
+  await call(ops.release, '/dir/big.bin', fd);
+  t.equal(await readFile(ops, '/old'), 'd2', 'renamed over a stored file: the moved content');
+  const versions = await backend.stat('/old');
+  t.equal(versions?.version, 3, 'with the version the store will give it (one more than the file it replaces)');
+  t.equal(fs.read('/doc').content.toString(), 'd2', 'not committed yet: other faces see the store as it was');
+  store.release();
+  await backend.drain();
+  t.same(fs.read('/dir/big.bin').content, big, 'committed');
+  t.same([fs.stat('/big.bin'), fs.stat('/doc')], [undefined, undefined]);
+  t.equal(fs.read('/old').content.toString(), 'd2');
+  t.same(fs.listVersions('/old').map((v) => v.version), [3, 2, 1], 'the replaced file keeps its history, the moved content is its next version');
+  t.same(seen.slice(eventsBefore).filter((e) => e.type === 'rename').map((e) => [e.path, e.new_path]),
+    [['/big.bin', '/dir/big.bin'], ['/doc', '/old']], 'rename events, in order, once committed');
+});
+
+t.test('a queued rename of a stored file: renamed again, rewritten, unlinked and read under /.versions while queued', async (t) => {
+  const { store, fs, ops, backend } = await setup(t);
+  await fs.write('/a', Buffer.from('a1'));
+  await fs.write('/a', Buffer.from('a2'));
+  await fs.write('/w', Buffer.from('w1'));
+  await fs.write('/u', Buffer.from('u1'));
+  await fs.write('/m', Buffer.from('m1'), { attributes: { mode: 0o644 } });
+  store.hold({ transactions: true });
+  t.equal((await call(ops.chmod, '/m', 0o600))[0], 0, 'an attribute change queued on its own');
+  t.equal((await call(ops.rename, '/m', '/m2'))[0], 0);
+  const [, mst] = await call<{ mode: number }>(ops.getattr, '/m2');
+  t.equal(mst!.mode & 0o7777, 0o600, 'the renamed file shows the change queued before its rename');
+  t.equal((await call(ops.rename, '/a', '/b'))[0], 0);
+  t.equal((await call(ops.rename, '/b', '/c'))[0], 0, 'renamed again while queued');
+  t.equal(await readFile(ops, '/c'), 'a2');
+  t.equal((await call(ops.rename, '/w', '/w2'))[0], 0);
+  await rewrite(ops, '/w2', 'w2 rewritten');
+  t.equal(await readFile(ops, '/w2'), 'w2 rewritten', 'a rewrite of the new name is queued behind the rename');
+  t.equal((await call(ops.rename, '/u', '/u2'))[0], 0);
+  t.equal((await call(ops.unlink, '/u2'))[0], 0, 'an unlink of the new name too');
+  t.equal((await call(ops.getattr, '/u2'))[0], -2);
+  const missing = call(ops.rename, '/nope', '/nope2');
+  store.release();
+  t.equal((await missing)[0], -2, 'a missing source is left to the store: ENOENT');
+  await backend.drain();
+  t.equal(fs.read('/c').content.toString(), 'a2');
+  t.same(fs.listVersions('/c').map((v) => v.version), [2, 1], 'the history moves with the file');
+  t.same([fs.stat('/a'), fs.stat('/b'), fs.stat('/w'), fs.stat('/u'), fs.stat('/u2'), fs.stat('/m')], [undefined, undefined, undefined, undefined, undefined, undefined]);
+  t.equal(fs.read('/w2').content.toString(), 'w2 rewritten');
+  t.same(fs.listVersions('/w2').map((v) => v.version), [2, 1]);
+  t.equal(fs.stat('/m2')?.mode, 0o600);
+  // /.versions of a name whose rename is queued: an older version is looked up after the queue.
+  store.hold({ transactions: true });
+  t.equal((await call(ops.rename, '/c', '/d'))[0], 0);
+  const opened = call<number>(ops.open, '/.versions/d/1', 0);
+  t.notOk(await settlesSoon(opened), 'an earlier version of the renamed file is looked up after the queue');
+  store.release();
+  const [vc, vfd] = await opened;
+  t.equal(vc, 0, 'and found there');
+  const buf = Buffer.alloc(16);
+  const [vn] = await call<number>(ops.read, '/.versions/d/1', vfd, buf, 16, 0);
+  t.equal(buf.subarray(0, vn).toString(), 'a1');
+  await call(ops.release, '/.versions/d/1', vfd);
+});
+
+t.test('a rename of a directory, or onto one, is still left to the store: it waits for the queue', async (t) => {
+  const { store, fs, ops, backend } = await setup(t);
+  await fs.write('/dir/in', Buffer.from('in'));
+  await fs.mkdir('/empty');
+  await fs.write('/f', Buffer.from('f'));
+  store.hold({ transactions: true });
+  await writeFile(ops, '/queued', 'q');
+  const dir = call(ops.rename, '/dir', '/dir2');
+  t.notOk(await settlesSoon(dir), 'a directory: waits for the queue');
+  const onto = call(ops.rename, '/f', '/empty');
+  t.notOk(await settlesSoon(onto), 'a file onto a directory: waits too');
+  store.release();
+  t.equal((await dir)[0], 0);
+  t.equal((await onto)[0], -21, 'EISDIR');
+  await backend.drain();
+  t.equal(fs.read('/dir2/in').content.toString(), 'in');
+  t.equal(fs.read('/f').content.toString(), 'f', 'the file is where it was');
+});
+
+t.test('after a crash, renames of stored files are replayed in order', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-fuse-replay-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const a = await open(dir);
+  await a.fs.write('/x', Buffer.from('x1'));
+  await a.fs.write('/x', Buffer.from('x2'));
+  await a.fs.write('/y', Buffer.from('y1'));
+  a.store.hold({ transactions: true });
+  t.equal((await call(a.ops.mkdir, '/d', 0o40755))[0], 0);
+  t.equal((await call(a.ops.rename, '/x', '/d/x'))[0], 0, 'into a directory queued as made');
+  t.equal((await call(a.ops.rename, '/d/x', '/y'))[0], 0, 'then over a stored file');
+  t.same(parseJournal(readFileSync(join(dir, JOURNAL_FILE))).filter((r) => r.renameTo).map((r) => [r.path, r.renameTo]),
+    [['/x', '/d/x'], ['/d/x', '/y']]);
+  await a.lmdb.close();
+  const b = await reopen(t, dir);
+  t.equal(b.fs.read('/y').content.toString(), 'x2', 'the file renamed twice, over another');
+  t.same(b.fs.listVersions('/y').map((v) => v.version), [2, 1], 'the replaced file\'s history, then the moved content');
+  t.same([b.fs.stat('/x'), b.fs.stat('/d/x')], [undefined, undefined]);
+  t.equal(b.fs.stat('/d')?.kind, 'dir');
 });
 
 t.test('chmod, chown and utimens of a queued file are folded into its close: no transaction of their own', async (t) => {
@@ -602,8 +735,9 @@ t.test('closes made within the gathering window share one transaction; whoever w
   t.equal(s.store.transactions.length, before + 1, 'all three in one transaction');
   t.equal(s.fs.mark(JOURNAL_MARK), 3);
 
+  await s.fs.mkdir('/dir1');
   await writeFile(s.ops, '/d', 'd');
-  t.equal((await call(s.ops.rename, '/a', '/e'))[0], 0, 'a barrier (rename waits for what is queued) ends it too');
+  t.equal((await call(s.ops.rename, '/dir1', '/dir2'))[0], 0, 'a barrier (a directory\'s rename waits for what is queued) ends it too');
   t.equal(s.fs.read('/d').content.toString(), 'd');
   await writeFile(s.ops, '/f', 'f');
   await s.backend.close();
