@@ -359,6 +359,27 @@ t.test('a queued rename of a stored file: renamed again, rewritten, unlinked and
   await call(ops.release, '/.versions/d/1', vfd);
 });
 
+t.test('a rename while another face removes or renames its file is not queued: it waits for that change and answers as the store does', async (t) => {
+  // Queued, it would be committed after that change, fail there, and have been answered as done.
+  const { store, fs, ops, backend } = await setup(t);
+  await fs.write('/a', Buffer.from('a'));
+  await fs.write('/c', Buffer.from('c'));
+  store.hold({ transactions: true });
+  const deleted = fs.delete('/a');
+  const renamed = call(ops.rename, '/a', '/b');
+  t.notOk(await settlesSoon(renamed), 'waits for the delete under way');
+  const moved = fs.rename('/c', '/d');
+  const renamed2 = call(ops.rename, '/c', '/e');
+  t.notOk(await settlesSoon(renamed2), 'and for another face\'s rename');
+  store.release();
+  await Promise.all([deleted, moved]);
+  t.equal((await renamed)[0], -2, 'ENOENT: the file is gone');
+  t.equal((await renamed2)[0], -2, 'ENOENT: the file moved away');
+  await backend.drain();
+  t.same([fs.stat('/b'), fs.stat('/e')], [undefined, undefined], 'nothing renamed');
+  t.equal(fs.read('/d').content.toString(), 'c');
+});
+
 t.test('a rename of a directory, or onto one, is still left to the store: it waits for the queue', async (t) => {
   const { store, fs, ops, backend } = await setup(t);
   await fs.write('/dir/in', Buffer.from('in'));

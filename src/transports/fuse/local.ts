@@ -403,7 +403,12 @@ export class LocalBackend implements FuseBackend {
       // So is a stored file or link with nothing queued at its path (`mv`, a file renamed once its
       // close was committed): on its own each was a transaction, which waits for the flush of the
       // one before it (about 1 ms a rename, 40× ext4's).
-      const source = this.#queued.get(from) ?? this.#storedSource(from);
+      // Not while another face renames or removes either name (or a directory above it): queued,
+      // the rename would be committed after that change and fail there, answered as done. It waits
+      // for that change and is then made against what it left, answered as the store answers.
+      const underway = this.#fs.movesUnderway(from, this) ?? this.#fs.movesUnderway(to, this);
+      if (underway) await underway;
+      const source = underway ? undefined : this.#queued.get(from) ?? this.#storedSource(from);
       const target = this.#statNow(to);
       const parent = parentOf(to);
       if (source?.info && source.info.kind !== 'dir' && from !== to && target?.kind !== 'dir'
