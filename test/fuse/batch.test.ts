@@ -301,8 +301,8 @@ t.test('a rename of a stored file is queued too: shown at once, its content read
   t.equal(head.toString(), 'head');
   await call(ops.release, '/dir/big.bin', fd);
   t.equal(await readFile(ops, '/old'), 'd2', 'renamed over a stored file: the moved content');
-  const versions = await backend.stat('/old');
-  t.equal(versions?.version, 3, 'with the version the store will give it (one more than the file it replaces)');
+  const shown = await backend.stat('/old');
+  t.equal(shown?.version, 3, 'with the version the store will give it (one more than the file it replaces)');
   t.equal(fs.read('/doc').content.toString(), 'd2', 'not committed yet: other faces see the store as it was');
   store.release();
   await backend.drain();

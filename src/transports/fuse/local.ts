@@ -831,7 +831,6 @@ export class LocalBackend implements FuseBackend {
     if (this.#queue.length === 0) journal.applied();
   }
 
-
   /** The content a queued change shows: its own bytes, or the stored file a queued rename moves (at the version it will get). */
   #queuedContent(q: Queued): StoredContent {
     return q.stored ? this.#stored({ ...q.stored, version: q.info!.version! }) : queuedContent(q);
